@@ -1,0 +1,22 @@
+#pragma once
+// The recipe's text, read once and split by position: the last `val_fraction` of it is the validation split.
+#include <string>
+
+#include "spread/config/recipe.h"
+
+namespace spread {
+
+struct Corpus {
+  std::string train;
+  std::string val;
+};
+
+// data.source = "text": the files of data.path concatenated (a newline between files that lack one);
+// data.source = "wordnet": one synset per line, in a fixed shuffled order. Throws UserError for unreadable or
+// empty files and invalid UTF-8 is left to the tokenizer.
+Corpus load_corpus(const DataConfig& data, const std::string& recipe_file);
+
+// Splits at the byte closest to (1 - val_fraction) * size that starts a UTF-8 character.
+Corpus split_text(std::string text, double val_fraction);
+
+}  // namespace spread

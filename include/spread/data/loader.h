@@ -1,0 +1,35 @@
+#pragma once
+// Batches of random windows from a token file. The windows of (step, micro-step) depend only on the seed and
+// those two numbers, so the data position of a run is its step count: resuming needs no sampler state.
+#include <cstdint>
+#include <torch/types.h>
+
+#include "spread/data/token_file.h"
+
+namespace spread {
+
+struct Batch {
+  torch::Tensor x;  // [B, T] int64 inputs
+  torch::Tensor y;  // [B, T] int64 next-token targets
+};
+
+// splitmix64: a small, well-mixed, portable hash for seeding per-step streams.
+uint64_t splitmix64(uint64_t x);
+
+class WindowSampler {
+ public:
+  WindowSampler(const TokenFile& tokens, int64_t block_size, uint64_t seed);
+  Batch sample(int64_t batch_size, uint64_t step, uint64_t micro = 0) const;
+
+ private:
+  const TokenFile& tokens_;
+  int64_t block_;
+  uint64_t seed_;
+};
+
+// The whole split as consecutive windows (each window predicts block_size targets), for exact evaluation.
+// Returns the number of windows; batch i holds windows [i*B, (i+1)*B).
+int64_t count_windows(const TokenFile& tokens, int64_t block_size);
+Batch sequential_batch(const TokenFile& tokens, int64_t block_size, int64_t first_window, int64_t n_windows);
+
+}  // namespace spread

@@ -1,0 +1,17 @@
+#pragma once
+// Diagnostics of a training run, measured on a fixed probe batch (seeded windows of the val split) in eval mode
+// under no_grad: per layer (0 = embeddings, i = block i) mean_cos (intra-sequence, self pairs excluded),
+// batch_mean_cos (tokens of different sequences) and concentration = S(X)/||mu||^2, as arrays indexed by layer;
+// with `socm`, SOCM and its parts over all pairs of probe sequences at the last layer.
+#include <nlohmann/json.hpp>
+
+#include "spread/config/recipe.h"
+#include "spread/data/loader.h"
+#include "spread/model/transformer.h"
+
+namespace spread {
+
+nlohmann::json probe_diagnostics(Transformer& model, const Batch& probe, const DiagnosticsConfig& config,
+                                 uint64_t seed, const torch::Device& device);
+
+}  // namespace spread

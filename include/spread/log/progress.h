@@ -1,0 +1,31 @@
+#pragma once
+// The console progress line: "step 120/2000 | loss 2.3456 | lr 9.97e-04 | 15,234 tok/s | ETA 2m03s".
+// Step times exclude evaluation, diagnostics and checkpoints (call exclude_pause() after them).
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace spread {
+
+class Progress {
+ public:
+  Progress(int64_t start_step, int64_t total_steps, int64_t tokens_per_step);
+  void tick(int64_t step);            // a step finished
+  void exclude_pause();               // time since the last tick was not training
+  double last_step_seconds() const { return last_; }
+  double tokens_per_s() const;        // over the steps since the previous line()
+  std::string line(double loss, double lr);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  int64_t step_ = 0, total_, tokens_per_step_;
+  Clock::time_point last_tick_;
+  double last_ = 0, ema_ = 0;
+  double window_seconds_ = 0;
+  int64_t window_steps_ = 0;
+};
+
+// "1h02m", "2m03s", "45s"
+std::string format_duration(double seconds);
+
+}  // namespace spread

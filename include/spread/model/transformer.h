@@ -1,0 +1,101 @@
+#pragma once
+// One transformer for every objective (SPEC.md section 6): pre-norm blocks, causal (LM) or bidirectional
+// (encoder) self-attention, GELU MLP 4x, learned positions, tied input/output embeddings, dropout.
+// The forward pass can hand back every layer's hidden states so that losses and diagnostics work on them.
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+#include <vector>
+
+namespace spread {
+
+struct TransformerConfig {
+  int64_t vocab_size = 0;
+  int64_t n_layer = 4;
+  int64_t n_head = 4;
+  int64_t n_embd = 128;
+  int64_t block_size = 64;
+  double dropout = 0.0;
+  bool bias = true;
+  bool causal = true;
+};
+
+// Multi-head self-attention with one fused QKV projection. Masking is additive (a [T, T] bias folded into the
+// score matmul) so scale, scores and mask are one baddbmm call.
+class SelfAttentionImpl : public torch::nn::Module {
+ public:
+  explicit SelfAttentionImpl(const TransformerConfig& cfg);
+  // x: [B, T, C]; key_padding: [B, T] bool (true = valid) or undefined.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& key_padding = {});
+
+  torch::nn::Linear qkv{nullptr}, proj{nullptr};
+
+ private:
+  int64_t n_head_, n_embd_;
+  bool causal_;
+  double dropout_;
+  torch::Tensor causal_bias_;  // [block, block]: 0 on and below the diagonal, -inf above
+};
+TORCH_MODULE(SelfAttention);
+
+class MlpImpl : public torch::nn::Module {
+ public:
+  explicit MlpImpl(const TransformerConfig& cfg);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::nn::Linear fc{nullptr}, proj{nullptr};
+
+ private:
+  double dropout_;
+};
+TORCH_MODULE(Mlp);
+
+class BlockImpl : public torch::nn::Module {
+ public:
+  explicit BlockImpl(const TransformerConfig& cfg);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& key_padding = {});
+  torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
+  SelfAttention attn{nullptr};
+  Mlp mlp{nullptr};
+};
+TORCH_MODULE(Block);
+
+struct TransformerOutput {
+  torch::Tensor logits;               // [B, T, V]; undefined when not requested
+  std::vector<torch::Tensor> hidden;  // n_layer + 1 entries when requested: 0 = embeddings, i = block i output
+  torch::Tensor final_hidden;         // last block output after the final LayerNorm: [B, T, C]
+};
+
+class TransformerImpl : public torch::nn::Module {
+ public:
+  explicit TransformerImpl(const TransformerConfig& cfg);
+
+  // idx: [B, T] int64 token ids, T <= block_size. key_padding: [B, T] bool (true = valid) or undefined.
+  TransformerOutput forward(const torch::Tensor& idx, bool want_hidden = false, bool want_logits = true,
+                            const torch::Tensor& key_padding = {});
+
+  // Mean cross-entropy of next-token prediction, the LM's training loss (targets: [B, T], -1 = ignore).
+  static torch::Tensor lm_loss(const torch::Tensor& logits, const torch::Tensor& targets);
+
+  const TransformerConfig& config() const { return cfg_; }
+  int64_t num_parameters(bool exclude_positions = true) const;
+
+  torch::nn::Embedding wte{nullptr}, wpe{nullptr};
+  torch::nn::ModuleList blocks{nullptr};
+  torch::nn::LayerNorm ln_f{nullptr};
+
+ private:
+  void init_weights();
+  TransformerConfig cfg_;
+  torch::nn::Dropout drop_{nullptr};
+};
+TORCH_MODULE(Transformer);
+
+// Training FLOPs per token as nanoGPT/PaLM estimate them for MFU: 6N (forward + backward matmuls over the
+// non-position parameters N) plus 12 * layers * width * block for attention scores and values.
+double flops_per_token(const TransformerConfig& cfg, int64_t n_params);
+
+}  // namespace spread

@@ -1,0 +1,33 @@
+#pragma once
+// BLAS and threads. Debian's OpenBLAS 0.3.21 identifies AVX-512 CPUs it does not know as "Prescott" and runs
+// float32 matmul 3-5x slower than its SkylakeX kernels. OpenBLAS reads OPENBLAS_CORETYPE once, when it loads
+// (before main), so spread re-executes itself with the matching core set when:
+//   OpenBLAS is the BLAS, OPENBLAS_CORETYPE is unset (a value set by the user or the machine is never
+//   overridden), the CPU has the instruction sets of a better core than the detected one, and
+//   SPREAD_BLAS_AUTO is not "0" (the opt-out).
+#include <cstdint>
+#include <string>
+
+namespace spread {
+
+// Call first in main(), before anything else runs. Returns only when no re-exec happened (or it failed).
+void select_blas_core(char** argv);
+
+struct BlasInfo {
+  std::string library = "unknown";  // "OpenBLAS" or "unknown"
+  std::string config;               // openblas_get_config()
+  std::string core;                 // openblas_get_corename()
+  std::string coretype_origin;      // "environment", "spread (auto)", "opted out", "OpenBLAS detection"
+  int blas_threads = 0;
+};
+BlasInfo blas_info();
+
+struct ThreadPlan {
+  int intra_op = 1;  // LibTorch intra-op threads
+  int blas = 1;      // OpenBLAS threads
+};
+// requested = 0: the default measured fastest on 2 cores (scripts/bench_lm.sh): LibTorch's own kernels on one
+// thread, OpenBLAS on all cores, so the two pools never compete. requested = N: both pools get N.
+ThreadPlan apply_threads(int64_t requested);
+
+}  // namespace spread

@@ -1,0 +1,30 @@
+#pragma once
+// A finished (or running) run directory opened for inference: the resolved recipe, the tokenizer and the model
+// with the weights of the newest valid checkpoint, in eval mode on the recipe's device.
+#include <memory>
+#include <string>
+#include <vector>
+#include <torch/types.h>
+
+#include "spread/config/recipe.h"
+#include "spread/data/tokenizer.h"
+#include "spread/model/transformer.h"
+
+namespace spread {
+
+struct LoadedRun {
+  std::string dir;
+  Recipe recipe;
+  std::shared_ptr<Tokenizer> tokenizer;
+  Transformer model{nullptr};
+  int64_t step = 0;  // step of the checkpoint that was loaded
+};
+
+// Throws UserError (naming the directory and the fix) when the run dir has no recipe or no valid checkpoint.
+LoadedRun load_run(const std::string& run_dir);
+
+// Hidden states of one text, one [n, F] float tensor per layer (0 = embeddings, i = output of block i), truncated
+// to the model's block size. Runs under no_grad.
+std::vector<torch::Tensor> text_hidden_states(LoadedRun& run, const std::string& text);
+
+}  // namespace spread

@@ -1,0 +1,34 @@
+#pragma once
+// What every command that opens a run needs: the model shape from the recipe, the device, and the tokenised
+// data (tokenizer and token files are built once and cached in the run dir).
+#include <memory>
+#include <string>
+#include <torch/types.h>
+
+#include "spread/config/recipe.h"
+#include "spread/data/token_file.h"
+#include "spread/data/tokenizer.h"
+#include "spread/model/transformer.h"
+
+namespace spread {
+
+TransformerConfig model_config(const Recipe& recipe, int64_t vocab_size);
+
+// Parses run.device and checks that it exists here (UserError naming run.device otherwise).
+torch::Device recipe_device(const Recipe& recipe);
+
+struct RunData {
+  std::shared_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<TokenFile> train;
+  std::unique_ptr<TokenFile> val;
+};
+
+// Loads the tokenizer and token files cached in run_dir, building (and saving) whichever is missing.
+// `log` receives one line per thing built.
+RunData prepare_data(const Recipe& recipe, const std::string& run_dir, const std::function<void(const std::string&)>& log);
+
+// Copies a checkpoint's "model.<name>" tensors into the model's parameters (UserError on a mismatch).
+void load_model_weights(Transformer& model, const std::map<std::string, torch::Tensor>& tensors,
+                        const std::string& source);
+
+}  // namespace spread

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Training throughput and MFU of `spread train` for two shapes (char vocabulary of tiny shakespeare):
+#   A = 4 layers, 4 heads, width 128, block 64, batch 12     B = 6 layers, 6 heads, width 384, block 256, batch 8
+# MFU = model FLOPs per second (6N + 12*L*C*T per token, as nanoGPT) over the float32 matmul peak measured in
+# this same run. Also: peak RSS, and the cost of dispersion loss on shape B (last layer and all layers).
+# Usage: scripts/bench_lm.sh [DATA_FILE]     (default ../shared/data/tinyshakespeare/input.txt)
+# BLAS: OPENBLAS_CORETYPE is left as the environment has it; `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
+# scripts/bench_lm.sh` lets spread choose the core itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+data="${1:-../shared/data/tinyshakespeare/input.txt}"
+[[ -f "$data" ]] || { echo "no data file $data (pass one as the first argument)"; exit 2; }
+scripts/build.sh --target spread bench_matmul >/dev/null
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+peak=$(build/bench_matmul | python3 -c 'import json,sys; print(json.load(sys.stdin)["matmul_peak_gflops"])')
+echo "matmul peak: ${peak} GFLOP/s ($(build/bench_matmul | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["blas"], d["core"], d["origin"])'))"
+
+common=(--set run.out_dir="$out" --set data.source=text --set data.path="$data" --set tokenizer.kind=char
+        --set train.eval_every=0 --set train.ckpt_every=0 --set train.log_every=5 --set model.dropout=0.0
+        --set train.warmup_steps=5)
+shape_a=(--set model.n_layer=4 --set model.n_head=4 --set model.n_embd=128 --set model.block_size=64
+         --set train.batch_size=12 --set train.max_steps=${STEPS_A:-150})
+shape_b=(--set model.n_layer=6 --set model.n_head=6 --set model.n_embd=384 --set model.block_size=256
+         --set train.batch_size=8 --set train.max_steps=${STEPS_B:-40})
+
+# Median tokens/s over the logged windows after the first (warm-up), params and peak RSS of one run.
+measure() {
+  local name=$1; shift
+  build/spread train recipes/shakespeare_char.toml --set run.name="$name" "${common[@]}" "$@" >"$out/$name.log"
+  python3 - "$out/$name" "$peak" <<'PY'
+import json, statistics, sys
+run, peak = sys.argv[1], float(sys.argv[2])
+lines = [json.loads(l) for l in open(run + "/metrics.jsonl")]
+tps = [l["tokens_per_s"] for l in lines if "tokens_per_s" in l and l["step"] > 5]
+info = json.load(open(run + "/run.json"))
+import tomllib
+rec = tomllib.load(open(run + "/recipe.toml", "rb"))["model"]
+n = info["parameters"]
+flops = 6 * n + 12 * rec["n_layer"] * rec["n_embd"] * rec["block_size"]
+end = [l for l in lines if l.get("event") == "end"][0]
+t = statistics.median(tps)
+print(f'{t:.0f} {100 * t * flops / (peak * 1e9):.1f} {end["peak_rss_mib"]:.0f}')
+PY
+}
+
+printf '%-28s %10s %6s %9s\n' "case" "tokens/s" "MFU%" "RSS MiB"
+report() { read -r tps mfu rss <<<"$2"; printf '%-28s %10s %6s %9s\n' "$1" "$tps" "$mfu" "$rss"; }
+report "A" "$(measure a "${shape_a[@]}")"
+report "B" "$(measure b "${shape_b[@]}")"
+report "B + dispersion (last)" "$(measure b_disp "${shape_b[@]}" --set loss.dispersion.enabled=true)"
+report "B + dispersion (all)" "$(measure b_disp_all "${shape_b[@]}" --set loss.dispersion.enabled=true --set loss.dispersion.layers=all)"
+if [[ "${THREADS_SWEEP:-0}" == 1 ]]; then
+  for t in 1 2; do report "A threads=$t/$t" "$(measure a_t$t "${shape_a[@]}" --set run.threads=$t)"; done
+fi

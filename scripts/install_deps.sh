@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages spread needs, only those missing. `--optional` adds chromium (report browser test).
+set -euo pipefail
+
+required=(build-essential cmake pkg-config libtorch-dev libsentencepiece-dev libeigen3-dev libfmt-dev
+          libcxxopts-dev libtomlplusplus-dev nlohmann-json3-dev zlib1g-dev libgtest-dev
+          libopenblas0-pthread wordnet-base)
+optional=(chromium)
+
+wanted=("${required[@]}")
+[[ "${1:-}" == "--optional" ]] && wanted+=("${optional[@]}")
+
+missing=()
+for pkg in "${wanted[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "installing: ${missing[*]}"
+sudo_cmd=()
+[[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+"${sudo_cmd[@]}" apt-get update -q
+# Optional packages may be unavailable (e.g. no chromium on a minimal mirror): try them separately.
+req_missing=() opt_missing=()
+for pkg in "${missing[@]}"; do
+  if [[ " ${optional[*]} " == *" $pkg "* ]]; then opt_missing+=("$pkg"); else req_missing+=("$pkg"); fi
+done
+[[ ${#req_missing[@]} -gt 0 ]] && DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${req_missing[@]}"
+if [[ ${#opt_missing[@]} -gt 0 ]]; then
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${opt_missing[@]}" ||
+    echo "note: optional packages not installed (${opt_missing[*]}); the browser check of the report will be skipped"
+fi

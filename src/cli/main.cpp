@@ -1,0 +1,62 @@
+// spread: the command line. Parses nothing itself beyond the subcommand; each subcommand lives in its own file.
+#include <c10/util/Exception.h>
+#include <fmt/format.h>
+
+#include <cstring>
+#include <cxxopts.hpp>
+#include <string>
+
+#include "commands.h"
+#include "spread/runtime/blas.h"
+#include "spread/util/error.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(spread: a trainer for small language and embedding models
+
+usage: spread <command> [options]     (spread <command> --help for its options)
+
+commands:
+  train      train from a recipe, or resume a run:  spread train RECIPE [--set key=value ...]
+                                                     spread train --resume RUN_DIR
+  eval       validation loss, perplexity and bits per byte of a run
+  generate   sample text from a run
+  compare    a table of several runs side by side
+  diagnose   SOCM, mean cosine and concentration of a run's token representations
+  report     an HTML report of one or more runs
+)";
+
+int dispatch(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    fmt::print("{}", kUsage);
+    return argc < 2 ? 2 : 0;
+  }
+  std::string cmd = argv[1];
+  int sub_argc = argc - 1;
+  char** sub_argv = argv + 1;
+  if (cmd == "train") return spread::cli::cmd_train(sub_argc, sub_argv);
+  if (cmd == "eval") return spread::cli::cmd_eval(sub_argc, sub_argv);
+  if (cmd == "generate") return spread::cli::cmd_generate(sub_argc, sub_argv);
+  if (cmd == "compare") return spread::cli::cmd_compare(sub_argc, sub_argv);
+  if (cmd == "diagnose") return spread::cli::cmd_diagnose(sub_argc, sub_argv);
+  if (cmd == "report") return spread::cli::cmd_report(sub_argc, sub_argv);
+  throw spread::UserError("unknown command '" + cmd + "' (run `spread --help` for the list)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spread::select_blas_core(argv);  // may re-execute with OPENBLAS_CORETYPE set; before any matmul runs
+  try {
+    return dispatch(argc, argv);
+  } catch (const spread::UserError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 2;
+  } catch (const cxxopts::exceptions::exception& e) {
+    fmt::print(stderr, "error: {} (see `spread {} --help`)\n", e.what(), argc > 1 ? argv[1] : "");
+    return 2;
+  } catch (const c10::Error& e) {
+    fmt::print(stderr, "error (LibTorch): {}\n", e.what_without_backtrace());
+    return 1;
+  }
+}

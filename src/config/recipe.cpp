@@ -1,0 +1,376 @@
+// Recipe loading: one schema table drives parsing, validation, --set overrides and the resolved TOML, so a key
+// is declared exactly once (name, type, range).
+#include "spread/config/recipe.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "spread/util/error.h"
+
+namespace spread {
+namespace {
+
+// Where a value came from, for messages.
+struct Origin {
+  std::string file;
+  int line = 0;
+};
+
+struct Field {
+  std::string key;  // "section.key" (section may itself be dotted: "loss.dispersion.lambda")
+  std::string type_name;
+  std::function<void(Recipe&, const toml::node&, const Origin&)> parse;
+  std::function<void(const Recipe&, toml::table&, const std::string& leaf)> emit;
+};
+
+[[noreturn]] void fail(const Origin& at, const std::string& key, const std::string& problem,
+                       const std::string& hint = "") {
+  throw user_error(at.file, at.line, key, problem, hint);
+}
+
+std::string node_type_name(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::table: return "a table";
+    default: return "a date/time";
+  }
+}
+
+template <class T>
+using Ref = std::function<T&(Recipe&)>;
+template <class T>
+using CRef = std::function<const T&(const Recipe&)>;
+
+Field int_field(std::string key, Ref<int64_t> ref, int64_t lo, int64_t hi) {
+  Field f{key, "integer", nullptr, nullptr};
+  f.parse = [=](Recipe& r, const toml::node& n, const Origin& at) {
+    if (!n.is_integer()) fail(at, key, "expected an integer, got " + node_type_name(n));
+    int64_t v = n.as_integer()->get();
+    if (v < lo || v > hi) fail(at, key, fmt::format("{} is out of range", v), fmt::format("allowed: {}..{}", lo, hi));
+    ref(r) = v;
+  };
+  f.emit = [=](const Recipe& r, toml::table& t, const std::string& leaf) {
+    t.insert_or_assign(leaf, ref(const_cast<Recipe&>(r)));
+  };
+  return f;
+}
+
+Field float_field(std::string key, Ref<double> ref, double lo, double hi) {
+  Field f{key, "number", nullptr, nullptr};
+  f.parse = [=](Recipe& r, const toml::node& n, const Origin& at) {
+    if (!n.is_number()) fail(at, key, "expected a number, got " + node_type_name(n));
+    double v = n.is_integer() ? double(n.as_integer()->get()) : n.as_floating_point()->get();
+    if (!(v >= lo && v <= hi)) fail(at, key, fmt::format("{} is out of range", v), fmt::format("allowed: {}..{}", lo, hi));
+    ref(r) = v;
+  };
+  f.emit = [=](const Recipe& r, toml::table& t, const std::string& leaf) {
+    t.insert_or_assign(leaf, ref(const_cast<Recipe&>(r)));
+  };
+  return f;
+}
+
+Field bool_field(std::string key, Ref<bool> ref) {
+  Field f{key, "boolean", nullptr, nullptr};
+  f.parse = [=](Recipe& r, const toml::node& n, const Origin& at) {
+    if (!n.is_boolean()) fail(at, key, "expected true or false, got " + node_type_name(n));
+    ref(r) = n.as_boolean()->get();
+  };
+  f.emit = [=](const Recipe& r, toml::table& t, const std::string& leaf) {
+    t.insert_or_assign(leaf, ref(const_cast<Recipe&>(r)));
+  };
+  return f;
+}
+
+// choices empty = any string.
+Field string_field(std::string key, Ref<std::string> ref, std::vector<std::string> choices = {}) {
+  Field f{key, "string", nullptr, nullptr};
+  f.parse = [=](Recipe& r, const toml::node& n, const Origin& at) {
+    if (!n.is_string()) fail(at, key, "expected a string, got " + node_type_name(n));
+    std::string v = n.as_string()->get();
+    if (!choices.empty() && std::find(choices.begin(), choices.end(), v) == choices.end())
+      fail(at, key, fmt::format("'{}' is not allowed", v), fmt::format("use one of: {}", fmt::join(choices, ", ")));
+    ref(r) = v;
+  };
+  f.emit = [=](const Recipe& r, toml::table& t, const std::string& leaf) {
+    t.insert_or_assign(leaf, ref(const_cast<Recipe&>(r)));
+  };
+  return f;
+}
+
+// A string or an array of strings.
+Field string_list_field(std::string key, Ref<std::vector<std::string>> ref) {
+  Field f{key, "string or array of strings", nullptr, nullptr};
+  f.parse = [=](Recipe& r, const toml::node& n, const Origin& at) {
+    std::vector<std::string> out;
+    if (n.is_string()) {
+      out.push_back(n.as_string()->get());
+    } else if (n.is_array()) {
+      for (const auto& e : *n.as_array()) {
+        if (!e.is_string()) fail(at, key, "expected an array of strings, found " + node_type_name(e) + " in it");
+        out.push_back(e.as_string()->get());
+      }
+    } else {
+      fail(at, key, "expected a string or an array of strings, got " + node_type_name(n));
+    }
+    ref(r) = out;
+  };
+  f.emit = [=](const Recipe& r, toml::table& t, const std::string& leaf) {
+    toml::array a;
+    for (const auto& s : ref(const_cast<Recipe&>(r))) a.push_back(s);
+    t.insert_or_assign(leaf, std::move(a));
+  };
+  return f;
+}
+
+// loss.dispersion.layers: "last", "all", or an array of block indices (1-based; checked against n_layer later).
+Field layers_field(std::string key) {
+  Field f{key, "\"last\", \"all\" or an array of layer indices", nullptr, nullptr};
+  f.parse = [=](Recipe& r, const toml::node& n, const Origin& at) {
+    auto& d = r.loss.dispersion;
+    if (n.is_string()) {
+      std::string v = n.as_string()->get();
+      if (v != "last" && v != "all") fail(at, key, fmt::format("'{}' is not allowed", v), "use \"last\", \"all\" or an array such as [2, 4]");
+      d.layers_mode = v;
+      d.layers.clear();
+    } else if (n.is_array() && !n.as_array()->empty()) {
+      d.layers.clear();
+      for (const auto& e : *n.as_array()) {
+        if (!e.is_integer()) fail(at, key, "expected an array of integers (block indices, 1 = first block)");
+        d.layers.push_back(e.as_integer()->get());
+      }
+      d.layers_mode = "list";
+    } else {
+      fail(at, key, "expected \"last\", \"all\" or a non-empty array of block indices, got " + node_type_name(n));
+    }
+  };
+  f.emit = [=](const Recipe& r, toml::table& t, const std::string& leaf) {
+    const auto& d = r.loss.dispersion;
+    if (d.layers_mode == "list") {
+      toml::array a;
+      for (auto i : d.layers) a.push_back(i);
+      t.insert_or_assign(leaf, std::move(a));
+    } else {
+      t.insert_or_assign(leaf, d.layers_mode);
+    }
+  };
+  return f;
+}
+
+constexpr int64_t kBig = std::numeric_limits<int64_t>::max();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+#define REF(expr) [](Recipe& r) -> auto& { return r.expr; }
+
+const std::vector<Field>& schema() {
+  static const std::vector<Field> fields = {
+      string_field("run.name", REF(run.name)),
+      string_field("run.out_dir", REF(run.out_dir)),
+      int_field("run.seed", REF(run.seed), 0, kBig),
+      int_field("run.threads", REF(run.threads), 0, 1024),
+      string_field("run.device", REF(run.device)),
+      string_field("data.source", REF(data.source), {"text", "wordnet"}),
+      string_list_field("data.path", REF(data.path)),
+      float_field("data.val_fraction", REF(data.val_fraction), 0.001, 0.5),
+      string_field("tokenizer.kind", REF(tokenizer.kind), {"char", "bpe", "unigram"}),
+      int_field("tokenizer.vocab_size", REF(tokenizer.vocab_size), 32, 1 << 20),
+      string_field("tokenizer.model", REF(tokenizer.model)),
+      int_field("model.n_layer", REF(model.n_layer), 1, 256),
+      int_field("model.n_head", REF(model.n_head), 1, 256),
+      int_field("model.n_embd", REF(model.n_embd), 1, 65536),
+      int_field("model.block_size", REF(model.block_size), 2, 1 << 20),
+      float_field("model.dropout", REF(model.dropout), 0.0, 0.9),
+      bool_field("model.bias", REF(model.bias)),
+      bool_field("model.causal", REF(model.causal)),
+      int_field("train.batch_size", REF(train.batch_size), 1, 1 << 20),
+      int_field("train.grad_accum", REF(train.grad_accum), 1, 1 << 16),
+      int_field("train.max_steps", REF(train.max_steps), 1, kBig),
+      float_field("train.lr", REF(train.lr), 0.0, 10.0),
+      float_field("train.min_lr", REF(train.min_lr), 0.0, 10.0),
+      int_field("train.warmup_steps", REF(train.warmup_steps), 0, kBig),
+      float_field("train.weight_decay", REF(train.weight_decay), 0.0, 10.0),
+      float_field("train.beta1", REF(train.beta1), 0.0, 0.999999),
+      float_field("train.beta2", REF(train.beta2), 0.0, 0.999999),
+      float_field("train.eps", REF(train.eps), 1e-30, 1.0),
+      float_field("train.grad_clip", REF(train.grad_clip), 0.0, kInf),
+      int_field("train.eval_every", REF(train.eval_every), 0, kBig),
+      int_field("train.eval_batches", REF(train.eval_batches), 1, 1 << 20),
+      int_field("train.ckpt_every", REF(train.ckpt_every), 0, kBig),
+      int_field("train.keep_last", REF(train.keep_last), 1, 1000),
+      int_field("train.log_every", REF(train.log_every), 1, kBig),
+      int_field("train.max_bad_steps", REF(train.max_bad_steps), 1, 1000),
+      bool_field("loss.dispersion.enabled", REF(loss.dispersion.enabled)),
+      float_field("loss.dispersion.lambda", REF(loss.dispersion.lambda), 0.0, 1e6),
+      string_field("loss.dispersion.variant", REF(loss.dispersion.variant),
+                   {"angular", "cosine", "l2_repel", "hinge", "decorrelation"}),
+      float_field("loss.dispersion.tau", REF(loss.dispersion.tau), 1e-6, 1e6),
+      float_field("loss.dispersion.clamp", REF(loss.dispersion.clamp), 1e-6, 0.5),
+      int_field("loss.dispersion.max_tokens", REF(loss.dispersion.max_tokens), 2, 1 << 20),
+      layers_field("loss.dispersion.layers"),
+      bool_field("loss.dispersion.after_norm", REF(loss.dispersion.after_norm)),
+      int_field("diagnostics.every", REF(diagnostics.every), 0, kBig),
+      int_field("diagnostics.probe_texts", REF(diagnostics.probe_texts), 2, 4096),
+      int_field("diagnostics.max_pairs", REF(diagnostics.max_pairs), 1, 1 << 24),
+      bool_field("diagnostics.socm", REF(diagnostics.socm)),
+  };
+  return fields;
+}
+
+#undef REF
+
+const Field* find_field(const std::string& key) {
+  for (const auto& f : schema())
+    if (f.key == key) return &f;
+  return nullptr;
+}
+
+bool is_section(const std::string& path) {
+  for (const auto& f : schema())
+    if (f.key.rfind(path + ".", 0) == 0) return true;
+  return false;
+}
+
+std::string keys_of_section(const std::string& section) {
+  std::vector<std::string> keys;
+  for (const auto& f : schema()) {
+    if (f.key.rfind(section + ".", 0) != 0) continue;
+    std::string rest = f.key.substr(section.size() + 1);
+    if (rest.find('.') == std::string::npos) keys.push_back(rest);
+  }
+  return fmt::format("{}", fmt::join(keys, ", "));
+}
+
+std::string top_sections() {
+  std::vector<std::string> names;
+  for (const auto& f : schema()) {
+    std::string s = f.key.substr(0, f.key.find('.'));
+    if (std::find(names.begin(), names.end(), s) == names.end()) names.push_back(s);
+  }
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+void apply_table(Recipe& r, const toml::table& table, const std::string& prefix, const std::string& file) {
+  for (const auto& [k, node] : table) {
+    std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    Origin at{file, int(node.source().begin.line)};
+    if (const Field* f = find_field(key)) {
+      f->parse(r, node, at);
+    } else if (node.is_table() && is_section(key)) {
+      apply_table(r, *node.as_table(), key, file);
+    } else if (prefix.empty()) {
+      fail(at, key, node.is_table() ? "unknown section" : "unknown key", "valid sections: " + top_sections());
+    } else {
+      fail(at, key, "unknown key", "valid keys in [" + prefix + "]: " + keys_of_section(prefix));
+    }
+  }
+}
+
+void apply_override(Recipe& r, const std::string& assignment) {
+  const Origin at{"--set", 0};
+  auto eq = assignment.find('=');
+  if (eq == std::string::npos) fail(at, assignment, "expected section.key=value");
+  std::string key = assignment.substr(0, eq), value = assignment.substr(eq + 1);
+  const Field* f = find_field(key);
+  if (!f) {
+    auto dot = key.rfind('.');
+    std::string section = dot == std::string::npos ? "" : key.substr(0, dot);
+    fail(at, key, "unknown key", is_section(section) ? "valid keys in [" + section + "]: " + keys_of_section(section)
+                                                     : "valid sections: " + top_sections());
+  }
+  // The value is read as TOML (numbers, booleans, arrays, quoted strings); a bare word is taken as a string.
+  toml::table parsed;
+  try {
+    parsed = toml::parse("v = " + value);
+  } catch (const toml::parse_error&) {
+    std::string quoted = "\"";
+    for (char c : value) quoted += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+    try {
+      parsed = toml::parse("v = " + quoted + "\"");
+    } catch (const toml::parse_error&) {
+      fail(at, key, "cannot read value '" + value + "'");
+    }
+  }
+  f->parse(r, *parsed.get("v"), at);
+}
+
+// Checks that involve several keys. Each names the key to change.
+void validate(const Recipe& r) {
+  const Origin at{r.source, 0};
+  if (r.run.name.empty() || r.run.name.find('/') != std::string::npos)
+    fail(at, "run.name", "must be a non-empty name without '/'");
+  if (r.run.device != "cpu" && r.run.device.rfind("cuda", 0) != 0 && r.run.device != "mps")
+    fail(at, "run.device", "'" + r.run.device + "' is not a device", "use cpu, cuda or cuda:N");
+  if (r.model.n_embd % r.model.n_head != 0)
+    fail(at, "model.n_embd", fmt::format("{} is not divisible by model.n_head = {}", r.model.n_embd, r.model.n_head));
+  if (r.train.min_lr > r.train.lr)
+    fail(at, "train.min_lr", fmt::format("{} is larger than train.lr = {}", r.train.min_lr, r.train.lr));
+  if (r.data.source == "text" && r.data.path.empty())
+    fail(at, "data.path", "data.source = \"text\" needs at least one file", "set data.path = \"corpus.txt\"");
+  const auto& d = r.loss.dispersion;
+  for (auto layer : d.layers)
+    if (layer < 1 || layer > r.model.n_layer)
+      fail(at, "loss.dispersion.layers", fmt::format("layer {} does not exist", layer),
+           fmt::format("blocks are numbered 1..{}", r.model.n_layer));
+}
+
+}  // namespace
+
+std::string Recipe::run_dir() const { return (std::filesystem::path(run.out_dir) / run.name).string(); }
+
+Recipe parse_recipe(const std::string& toml_text, const std::string& source_name,
+                    const std::vector<std::string>& overrides) {
+  Recipe r;
+  r.source = source_name;
+  toml::table parsed;
+  try {
+    parsed = toml::parse(toml_text, source_name);
+  } catch (const toml::parse_error& err) {
+    throw user_error(source_name, int(err.source().begin.line), "", "invalid TOML: " + std::string(err.description()));
+  }
+  apply_table(r, parsed, "", source_name);
+  for (const auto& o : overrides) apply_override(r, o);
+  validate(r);
+  return r;
+}
+
+Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw user_error(path, 0, "", "cannot read the recipe file", "check the path");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_recipe(ss.str(), path, overrides);
+}
+
+std::string recipe_to_toml(const Recipe& recipe) {
+  toml::table root;
+  for (const auto& f : schema()) {
+    auto dot = f.key.rfind('.');
+    toml::table* t = &root;
+    std::string path = f.key.substr(0, dot);
+    size_t start = 0;
+    while (start <= path.size()) {
+      size_t next = path.find('.', start);
+      std::string part = path.substr(start, next == std::string::npos ? std::string::npos : next - start);
+      auto [it, inserted] = t->insert(part, toml::table{});
+      t = it->second.as_table();
+      if (next == std::string::npos) break;
+      start = next + 1;
+    }
+    f.emit(recipe, *t, f.key.substr(dot + 1));
+  }
+  std::ostringstream out;
+  out << "# Resolved recipe written by spread (every key, defaults included).\n" << root << "\n";
+  return out.str();
+}
+
+}  // namespace spread

@@ -1,0 +1,91 @@
+#include "spread/data/token_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "spread/util/error.h"
+
+namespace spread {
+namespace {
+
+constexpr char kMagic[8] = {'S', 'P', 'R', 'D', 'T', 'O', 'K', '\0'};
+constexpr uint32_t kVersion = 1;
+
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t width;
+  uint64_t count;
+  uint64_t source_bytes;
+};
+static_assert(sizeof(Header) == 32, "token file header must be 32 bytes");
+
+}  // namespace
+
+void write_token_file(const std::string& path, const std::vector<int32_t>& tokens, uint64_t source_bytes) {
+  int32_t max_id = 0;
+  for (auto t : tokens) max_id = std::max(max_id, t);
+  Header h{};
+  std::memcpy(h.magic, kMagic, 8);
+  h.version = kVersion;
+  h.width = max_id < 65536 ? 2 : 4;
+  h.count = tokens.size();
+  h.source_bytes = source_bytes;
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(&h), sizeof h);
+    if (h.width == 2) {
+      std::vector<uint16_t> narrow(tokens.begin(), tokens.end());
+      out.write(reinterpret_cast<const char*>(narrow.data()), std::streamsize(narrow.size() * 2));
+    } else {
+      out.write(reinterpret_cast<const char*>(tokens.data()), std::streamsize(tokens.size() * 4));
+    }
+    if (!out) throw user_error(path, 0, "", "cannot write the token file", "check free disk space");
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+TokenFile::TokenFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw user_error(path, 0, "", "cannot open the token file");
+  struct stat st {};
+  ::fstat(fd, &st);
+  map_size_ = size_t(st.st_size);
+  if (map_size_ < sizeof(Header)) {
+    ::close(fd);
+    throw user_error(path, 0, "", "truncated token file", "delete it; it is rebuilt from the text");
+  }
+  map_ = ::mmap(nullptr, map_size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (map_ == MAP_FAILED) throw user_error(path, 0, "", "cannot map the token file");
+  Header h;
+  std::memcpy(&h, map_, sizeof h);
+  bool ok = std::memcmp(h.magic, kMagic, 8) == 0 && h.version == kVersion && (h.width == 2 || h.width == 4) &&
+            sizeof(Header) + h.count * h.width == map_size_;
+  if (!ok) {
+    ::munmap(map_, map_size_);
+    map_ = nullptr;
+    throw user_error(path, 0, "", "not a valid spread token file (bad header or size)",
+                     "delete it; it is rebuilt from the text");
+  }
+  width_ = h.width;
+  count_ = h.count;
+  source_bytes_ = h.source_bytes;
+  data_ = static_cast<const char*>(map_) + sizeof(Header);
+}
+
+TokenFile::~TokenFile() {
+  if (map_) ::munmap(map_, map_size_);
+}
+
+void TokenFile::copy(uint64_t start, uint64_t n, int64_t* out) const {
+  for (uint64_t i = 0; i < n; ++i) out[i] = (*this)[start + i];
+}
+
+}  // namespace spread

@@ -1,0 +1,52 @@
+#include "spread/diagnostics/probe.h"
+
+#include "spread/diagnostics/geometry.h"
+#include "spread/diagnostics/socm.h"
+
+namespace spread {
+namespace {
+
+// SOCM over all pairs of probe sequences of one layer ([B, T, F] -> one T x F float64 list per sequence).
+SocmMeans socm_of_layer(const torch::Tensor& hidden) {
+  auto h = hidden.to(torch::kCPU, torch::kDouble).contiguous();
+  std::vector<Eigen::MatrixXd> lists;
+  for (int64_t b = 0; b < h.size(0); ++b) {
+    auto seq = h[b].contiguous();
+    lists.push_back(Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+        seq.data_ptr<double>(), seq.size(0), seq.size(1)));
+  }
+  return socm_means(lists);
+}
+
+}  // namespace
+
+nlohmann::json probe_diagnostics(Transformer& model, const Batch& probe, const DiagnosticsConfig& config,
+                                 uint64_t seed, const torch::Device& device) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = model->is_training();
+  model->eval();
+  auto out = model->forward(probe.x.to(device), /*want_hidden=*/true, /*want_logits=*/false);
+  model->train(was_training);
+
+  auto mask = torch::ones({probe.x.size(0), probe.x.size(1)}, torch::kBool);
+  nlohmann::json line;
+  std::vector<double> mean_cos, batch_mean_cos, concentration;
+  for (const auto& h : out.hidden) {
+    GeometryStats s = geometry_stats(h.to(torch::kCPU), mask, seed, config.max_pairs);
+    mean_cos.push_back(s.mean_cos_excl);
+    batch_mean_cos.push_back(s.batch_mean_cos);
+    concentration.push_back(s.concentration);
+  }
+  line["mean_cos"] = mean_cos;
+  line["batch_mean_cos"] = batch_mean_cos;
+  line["concentration"] = concentration;
+  if (config.socm) {
+    SocmMeans s = socm_of_layer(out.hidden.back());
+    line["socm"] = s.socm;
+    line["socm_d_mu"] = s.d_mu;
+    line["socm_d_sigma"] = s.d_sigma;
+  }
+  return line;
+}
+
+}  // namespace spread

@@ -1,0 +1,48 @@
+#include "spread/log/metrics_log.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "spread/train/checkpoint.h"
+#include "spread/util/error.h"
+
+namespace spread {
+
+std::vector<nlohmann::json> read_metrics(const std::string& path, int* malformed) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(path);
+  std::string line;
+  int bad = 0;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object()) lines.push_back(std::move(j));
+    else ++bad;
+  }
+  if (malformed) *malformed = bad;
+  return lines;
+}
+
+MetricsLog::MetricsLog(const std::string& run_dir, int64_t keep_up_to_step)
+    : path_((std::filesystem::path(run_dir) / "metrics.jsonl").string()) {
+  if (keep_up_to_step >= 0 && std::filesystem::exists(path_)) {
+    std::string kept;
+    for (const auto& j : read_metrics(path_))
+      if (j.value("step", int64_t(0)) <= keep_up_to_step) kept += j.dump() + "\n";
+    write_file_atomic(path_, kept);
+  }
+  file_ = std::fopen(path_.c_str(), "a");
+  if (!file_) throw user_error(path_, 0, "", "cannot open the metrics log for writing");
+}
+
+MetricsLog::~MetricsLog() {
+  if (file_) std::fclose(file_);
+}
+
+void MetricsLog::write(const nlohmann::json& line) {
+  std::string s = line.dump() + "\n";
+  std::fwrite(s.data(), 1, s.size(), file_);
+  std::fflush(file_);
+}
+
+}  // namespace spread

@@ -1,0 +1,143 @@
+#include "spread/model/transformer.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/functional/activation.h>
+#include <torch/nn/functional/dropout.h>
+#include <torch/nn/init.h>
+
+#include <cmath>
+#include <limits>
+
+namespace spread {
+namespace {
+
+torch::nn::Linear make_linear(int64_t in, int64_t out, bool bias) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
+}
+
+torch::nn::LayerNorm make_norm(int64_t n) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({n}).eps(1e-5));
+}
+
+torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
+  // Skipping the call at p = 0 saves an operator (and an allocation) per site and step.
+  return (p > 0 && training) ? torch::dropout(x, p, training) : x;
+}
+
+}  // namespace
+
+SelfAttentionImpl::SelfAttentionImpl(const TransformerConfig& cfg)
+    : n_head_(cfg.n_head), n_embd_(cfg.n_embd), causal_(cfg.causal), dropout_(cfg.dropout) {
+  qkv = register_module("qkv", make_linear(cfg.n_embd, 3 * cfg.n_embd, cfg.bias));
+  proj = register_module("proj", make_linear(cfg.n_embd, cfg.n_embd, cfg.bias));
+  auto ones = torch::ones({cfg.block_size, cfg.block_size});
+  auto bias = torch::zeros({cfg.block_size, cfg.block_size});
+  if (causal_) bias.masked_fill_(torch::triu(ones, 1).to(torch::kBool), -std::numeric_limits<float>::infinity());
+  causal_bias_ = register_buffer("causal_bias", bias);
+}
+
+torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& key_padding) {
+  const int64_t B = x.size(0), T = x.size(1), C = n_embd_, H = n_head_, D = C / H;
+  // [B, T, 3, H, D] -> [3, B, H, T, D] in one copy, then q, k, v are contiguous [B*H, T, D] views.
+  auto qkvh = qkv->forward(x).view({B, T, 3, H, D}).permute({2, 0, 3, 1, 4}).contiguous();
+  auto q = qkvh[0].view({B * H, T, D});
+  auto k = qkvh[1].view({B * H, T, D});
+  auto v = qkvh[2].view({B * H, T, D});
+
+  torch::Tensor mask = causal_bias_.narrow(0, 0, T).narrow(1, 0, T);
+  if (key_padding.defined()) {
+    auto pad = torch::zeros({B, 1, 1, T}, x.options()).masked_fill(
+        key_padding.logical_not().view({B, 1, 1, T}), -std::numeric_limits<float>::infinity());
+    mask = (mask.to(x.dtype()).view({1, 1, T, T}) + pad).expand({B, H, T, T}).reshape({B * H, T, T});
+  } else {
+    mask = mask.to(x.dtype()).expand({B * H, T, T});
+  }
+  // scores = mask + (q k^T) / sqrt(D): scale, matmul and mask in one call.
+  auto att = torch::baddbmm(mask, q, k.transpose(1, 2), /*beta=*/1.0, /*alpha=*/1.0 / std::sqrt(double(D)));
+  att = maybe_dropout(torch::softmax(att, -1), dropout_, is_training());
+  auto y = torch::bmm(att, v).view({B, H, T, D}).transpose(1, 2).reshape({B, T, C});
+  return maybe_dropout(proj->forward(y), dropout_, is_training());
+}
+
+MlpImpl::MlpImpl(const TransformerConfig& cfg) : dropout_(cfg.dropout) {
+  fc = register_module("fc", make_linear(cfg.n_embd, 4 * cfg.n_embd, cfg.bias));
+  proj = register_module("proj", make_linear(4 * cfg.n_embd, cfg.n_embd, cfg.bias));
+}
+
+torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+  return maybe_dropout(proj->forward(torch::gelu(fc->forward(x))), dropout_, is_training());
+}
+
+BlockImpl::BlockImpl(const TransformerConfig& cfg) {
+  ln1 = register_module("ln1", make_norm(cfg.n_embd));
+  attn = register_module("attn", SelfAttention(cfg));
+  ln2 = register_module("ln2", make_norm(cfg.n_embd));
+  mlp = register_module("mlp", Mlp(cfg));
+}
+
+torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& key_padding) {
+  auto h = x + attn->forward(ln1->forward(x), key_padding);
+  return h + mlp->forward(ln2->forward(h));
+}
+
+TransformerImpl::TransformerImpl(const TransformerConfig& cfg) : cfg_(cfg) {
+  wte = register_module("wte", torch::nn::Embedding(cfg.vocab_size, cfg.n_embd));
+  wpe = register_module("wpe", torch::nn::Embedding(cfg.block_size, cfg.n_embd));
+  drop_ = register_module("drop", torch::nn::Dropout(cfg.dropout));
+  blocks = register_module("blocks", torch::nn::ModuleList());
+  for (int64_t i = 0; i < cfg.n_layer; ++i) blocks->push_back(Block(cfg));
+  ln_f = register_module("ln_f", make_norm(cfg.n_embd));
+  init_weights();
+}
+
+void TransformerImpl::init_weights() {
+  torch::NoGradGuard no_grad;
+  // N(0, 0.02) everywhere; residual output projections scaled by 1/sqrt(2 * n_layer) (GPT-2).
+  const double residual_std = 0.02 / std::sqrt(2.0 * cfg_.n_layer);
+  for (auto& item : named_parameters()) {
+    const std::string& name = item.key();
+    auto& p = item.value();
+    if (p.dim() < 2) {
+      if (name.find("ln") == std::string::npos) p.zero_();  // biases; LayerNorm keeps weight 1, bias 0
+      continue;
+    }
+    bool residual_out = name.size() > 11 && name.compare(name.size() - 11, 11, "proj.weight") == 0 &&
+                        name.find("qkv") == std::string::npos;
+    torch::nn::init::normal_(p, 0.0, residual_out ? residual_std : 0.02);
+  }
+}
+
+TransformerOutput TransformerImpl::forward(const torch::Tensor& idx, bool want_hidden, bool want_logits,
+                                           const torch::Tensor& key_padding) {
+  const int64_t T = idx.size(1);
+  TORCH_CHECK(T <= cfg_.block_size, "sequence of length ", T, " exceeds block_size ", cfg_.block_size);
+  auto pos = wpe->weight.narrow(0, 0, T);
+  auto x = maybe_dropout(wte->forward(idx) + pos, cfg_.dropout, is_training());
+  TransformerOutput out;
+  if (want_hidden) out.hidden.push_back(x);
+  for (const auto& block : *blocks) {
+    x = block->as<Block>()->forward(x, key_padding);
+    if (want_hidden) out.hidden.push_back(x);
+  }
+  out.final_hidden = ln_f->forward(x);
+  if (want_logits) out.logits = torch::matmul(out.final_hidden, wte->weight.t());  // tied output embedding
+  return out;
+}
+
+torch::Tensor TransformerImpl::lm_loss(const torch::Tensor& logits, const torch::Tensor& targets) {
+  return torch::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), {},
+                                   at::Reduction::Mean, /*ignore_index=*/-1);
+}
+
+int64_t TransformerImpl::num_parameters(bool exclude_positions) const {
+  int64_t n = 0;
+  for (const auto& p : parameters()) n += p.numel();
+  if (exclude_positions) n -= wpe->weight.numel();
+  return n;
+}
+
+double flops_per_token(const TransformerConfig& cfg, int64_t n_params) {
+  return 6.0 * double(n_params) + 12.0 * cfg.n_layer * cfg.n_embd * cfg.block_size;
+}
+
+}  // namespace spread

@@ -1,0 +1,92 @@
+#include "spread/runtime/blas.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+namespace spread {
+namespace {
+
+template <class Fn>
+Fn openblas_symbol(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return s;
+}
+
+std::string detected_core() {
+  auto corename = openblas_symbol<char* (*)()>("openblas_get_corename");
+  return corename ? lower(corename()) : "";
+}
+
+bool is_one_of(const std::string& core, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (core == n) return true;
+  return false;
+}
+
+// The OPENBLAS_CORETYPE this CPU supports that beats the detected core, or "" when the detection is fine.
+std::string better_core(const std::string& detected) {
+  __builtin_cpu_init();
+  bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (avx512 && !is_one_of(detected, {"skylakex", "cooperlake", "sapphirerapids"})) return "SkylakeX";
+  if (!avx512 && avx2 && !is_one_of(detected, {"haswell", "zen", "skylakex", "cooperlake", "sapphirerapids"}))
+    return "Haswell";
+  return "";
+}
+
+}  // namespace
+
+void select_blas_core(char** argv) {
+  if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("SPREAD_BLAS_REEXEC")) return;
+  const char* opt = std::getenv("SPREAD_BLAS_AUTO");
+  if (opt && std::string(opt) == "0") return;
+  std::string detected = detected_core();
+  if (detected.empty()) return;  // not OpenBLAS
+  std::string core = better_core(detected);
+  if (core.empty()) return;
+  setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+  setenv("SPREAD_BLAS_REEXEC", "1", 1);  // marks the value as ours and stops a second re-exec
+  execv("/proc/self/exe", argv);
+  std::fprintf(stderr, "spread: could not re-execute with OPENBLAS_CORETYPE=%s; continuing with %s\n", core.c_str(),
+               detected.c_str());
+  unsetenv("OPENBLAS_CORETYPE");
+}
+
+BlasInfo blas_info() {
+  BlasInfo info;
+  auto config = openblas_symbol<char* (*)()>("openblas_get_config");
+  if (!config) return info;
+  info.library = "OpenBLAS";
+  info.config = config();
+  info.core = detected_core();
+  if (auto threads = openblas_symbol<int (*)()>("openblas_get_num_threads")) info.blas_threads = threads();
+  const char* opt = std::getenv("SPREAD_BLAS_AUTO");
+  if (std::getenv("SPREAD_BLAS_REEXEC")) info.coretype_origin = "spread (auto)";
+  else if (std::getenv("OPENBLAS_CORETYPE")) info.coretype_origin = "environment";
+  else if (opt && std::string(opt) == "0") info.coretype_origin = "opted out (SPREAD_BLAS_AUTO=0)";
+  else info.coretype_origin = "OpenBLAS detection";
+  return info;
+}
+
+ThreadPlan apply_threads(int64_t requested) {
+  int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  ThreadPlan plan;
+  if (requested > 0) plan = {int(requested), int(requested)};
+  else plan = {1, cores};
+  at::set_num_threads(plan.intra_op);
+  if (auto set = openblas_symbol<void (*)(int)>("openblas_set_num_threads")) set(plan.blas);
+  return plan;
+}
+
+}  // namespace spread

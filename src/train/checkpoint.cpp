@@ -1,0 +1,154 @@
+#include "spread/train/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <torch/serialize.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+
+#include "spread/util/error.h"
+
+namespace fs = std::filesystem;
+
+namespace spread {
+namespace {
+
+constexpr char kMagic[8] = {'S', 'P', 'R', 'D', 'C', 'K', 'P', 'T'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kHeaderSize = 8 + 4 + 8 + 4;
+
+uint32_t crc32_of(const std::string& s) {
+  return uint32_t(crc32(0L, reinterpret_cast<const Bytef*>(s.data()), uInt(s.size())));
+}
+
+template <class T>
+void put(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+template <class T>
+T get(const std::string& in, size_t offset) {
+  T v;
+  std::memcpy(&v, in.data() + offset, sizeof v);
+  return v;
+}
+
+void fsync_path(const std::string& path, int flags) {
+  int fd = ::open(path.c_str(), flags);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+std::string serialize(const Checkpoint& ckpt) {
+  torch::serialize::OutputArchive archive;
+  for (const auto& [name, t] : ckpt.tensors) archive.write(name, t.contiguous().cpu());
+  nlohmann::json meta = ckpt.meta;
+  meta["step"] = ckpt.step;
+  archive.write("__meta__", c10::IValue(meta.dump()));
+  std::ostringstream payload;
+  archive.save_to(payload);
+  return payload.str();
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, const std::string& contents) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(contents.data(), std::streamsize(contents.size()));
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw user_error(path, 0, "", "cannot write file", "check free disk space and permissions");
+    }
+  }
+  fsync_path(tmp, O_RDONLY);
+  fs::rename(tmp, path);
+  fsync_path(fs::path(path).parent_path().string(), O_RDONLY | O_DIRECTORY);
+}
+
+std::string save_checkpoint(const std::string& run_dir, const Checkpoint& ckpt, int64_t keep_last) {
+  std::string payload = serialize(ckpt);
+  std::string file;
+  file.append(kMagic, 8);
+  put<uint32_t>(file, kVersion);
+  put<uint64_t>(file, payload.size());
+  put<uint32_t>(file, crc32_of(payload));
+  file += payload;
+  fs::path dir = fs::path(run_dir) / "ckpt";
+  fs::create_directories(dir);
+  std::string path = (dir / fmt::format("step_{:08d}.ckpt", ckpt.step)).string();
+  write_file_atomic(path, file);
+  auto all = list_checkpoints(run_dir);
+  for (size_t i = size_t(std::max<int64_t>(keep_last, 1)); i < all.size(); ++i) fs::remove(all[i]);
+  return path;
+}
+
+Checkpoint read_checkpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw user_error(path, 0, "", "cannot read checkpoint");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string file = ss.str();
+  if (file.size() < kHeaderSize || std::memcmp(file.data(), kMagic, 8) != 0)
+    throw user_error(path, 0, "", "not a spread checkpoint (bad magic or too short)");
+  if (get<uint32_t>(file, 8) != kVersion)
+    throw user_error(path, 0, "", fmt::format("unsupported checkpoint version {}", get<uint32_t>(file, 8)));
+  uint64_t size = get<uint64_t>(file, 12);
+  if (file.size() != kHeaderSize + size)
+    throw user_error(path, 0, "", fmt::format("truncated checkpoint ({} of {} payload bytes)",
+                                              file.size() - kHeaderSize, size));
+  std::string payload = file.substr(kHeaderSize);
+  if (crc32_of(payload) != get<uint32_t>(file, 20)) throw user_error(path, 0, "", "corrupt checkpoint (checksum mismatch)");
+
+  torch::serialize::InputArchive archive;
+  std::istringstream payload_stream(payload);
+  archive.load_from(payload_stream);
+  Checkpoint ckpt;
+  c10::IValue meta;
+  archive.read("__meta__", meta);
+  ckpt.meta = nlohmann::json::parse(meta.toStringRef());
+  ckpt.step = ckpt.meta.at("step").get<int64_t>();
+  for (const auto& key : archive.keys()) {
+    if (key == "__meta__") continue;
+    torch::Tensor t;
+    archive.read(key, t);
+    ckpt.tensors[key] = t;
+  }
+  return ckpt;
+}
+
+std::vector<std::string> list_checkpoints(const std::string& run_dir) {
+  std::vector<std::string> files;
+  fs::path dir = fs::path(run_dir) / "ckpt";
+  if (!fs::exists(dir)) return files;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    auto name = e.path().filename().string();
+    if (name.rfind("step_", 0) == 0 && e.path().extension() == ".ckpt") files.push_back(e.path().string());
+  }
+  std::sort(files.rbegin(), files.rend());  // zero-padded step numbers sort by name
+  return files;
+}
+
+std::optional<Checkpoint> load_latest_checkpoint(const std::string& run_dir, std::vector<std::string>* warnings) {
+  for (const auto& path : list_checkpoints(run_dir)) {
+    try {
+      return read_checkpoint(path);
+    } catch (const std::exception& e) {
+      if (warnings) warnings->push_back(std::string(e.what()) + "; using the previous checkpoint");
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace spread

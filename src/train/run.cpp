@@ -1,0 +1,40 @@
+#include "spread/train/run.h"
+
+#include "spread/train/checkpoint.h"
+#include "spread/train/setup.h"
+#include "spread/train/trainer.h"
+#include "spread/util/error.h"
+
+namespace spread {
+
+LoadedRun load_run(const std::string& run_dir) {
+  LoadedRun run;
+  run.dir = run_dir;
+  run.recipe = recipe_of_run(run_dir);
+  run.tokenizer = load_tokenizer(run_dir);
+  std::vector<std::string> warnings;
+  auto ckpt = load_latest_checkpoint(run_dir, &warnings);
+  for (const auto& w : warnings) fmt::print(stderr, "warning: {}\n", w);
+  if (!ckpt) throw user_error(run_dir, 0, "", "no readable checkpoint in ckpt/", "train the run first (spread train)");
+  run.model = Transformer(model_config(run.recipe, run.tokenizer->vocab_size()));
+  load_model_weights(run.model, ckpt->tensors, run_dir);
+  run.model->to(recipe_device(run.recipe));
+  run.model->eval();
+  run.step = ckpt->step;
+  return run;
+}
+
+std::vector<torch::Tensor> text_hidden_states(LoadedRun& run, const std::string& text) {
+  torch::NoGradGuard no_grad;
+  auto ids = run.tokenizer->encode(text);
+  const auto block = run.model->config().block_size;
+  if (int64_t(ids.size()) > block) ids.resize(size_t(block));
+  if (ids.empty()) return {};
+  auto idx = torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kLong).view({1, -1});
+  auto out = run.model->forward(idx.to(recipe_device(run.recipe)), /*want_hidden=*/true, /*want_logits=*/false);
+  std::vector<torch::Tensor> layers;
+  for (const auto& h : out.hidden) layers.push_back(h[0].to(torch::kCPU));
+  return layers;
+}
+
+}  // namespace spread

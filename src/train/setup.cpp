@@ -1,0 +1,92 @@
+#include "spread/train/setup.h"
+
+#include <filesystem>
+#include <fmt/format.h>
+
+#include "spread/data/corpus.h"
+#include "spread/util/error.h"
+
+namespace fs = std::filesystem;
+
+namespace spread {
+
+TransformerConfig model_config(const Recipe& recipe, int64_t vocab_size) {
+  TransformerConfig c;
+  c.vocab_size = vocab_size;
+  c.n_layer = recipe.model.n_layer;
+  c.n_head = recipe.model.n_head;
+  c.n_embd = recipe.model.n_embd;
+  c.block_size = recipe.model.block_size;
+  c.dropout = recipe.model.dropout;
+  c.bias = recipe.model.bias;
+  c.causal = recipe.model.causal;
+  return c;
+}
+
+torch::Device recipe_device(const Recipe& recipe) {
+  const std::string& name = recipe.run.device;
+  try {
+    torch::Device device(name);
+    if (device.is_cuda() && !torch::cuda::is_available())
+      throw user_error(recipe.source, 0, "run.device", "'" + name + "' requested but CUDA is not available here",
+                       "use device = \"cpu\" or a LibTorch built with CUDA");
+    return device;
+  } catch (const c10::Error&) {
+    throw user_error(recipe.source, 0, "run.device", "'" + name + "' is not a device", "use cpu, cuda or cuda:N");
+  }
+}
+
+RunData prepare_data(const Recipe& recipe, const std::string& run_dir,
+                     const std::function<void(const std::string&)>& log) {
+  fs::create_directories(run_dir);
+  const std::string train_path = (fs::path(run_dir) / "train.bin").string();
+  const std::string val_path = (fs::path(run_dir) / "val.bin").string();
+  const bool have_tokenizer = fs::exists(fs::path(run_dir) / "tokenizer.model") ||
+                              fs::exists(fs::path(run_dir) / "tokenizer.chars");
+  RunData data;
+  if (!have_tokenizer || !fs::exists(train_path) || !fs::exists(val_path)) {
+    Corpus corpus = load_corpus(recipe.data, recipe.source);
+    if (have_tokenizer) {
+      data.tokenizer = load_tokenizer(run_dir);
+    } else {
+      TokenizerSpec spec{recipe.tokenizer.kind, recipe.tokenizer.vocab_size, recipe.tokenizer.model};
+      // The char vocabulary covers the whole corpus (as nanoGPT's); subword models learn from the train split.
+      data.tokenizer = build_tokenizer(spec, spec.kind == "char" ? corpus.train + corpus.val : corpus.train, run_dir);
+      data.tokenizer->save(run_dir);
+      log(fmt::format("tokenizer: {} with {} ids, saved in {}", data.tokenizer->kind(), data.tokenizer->vocab_size(),
+                      run_dir));
+    }
+    write_token_file(train_path, data.tokenizer->encode(corpus.train), corpus.train.size());
+    write_token_file(val_path, data.tokenizer->encode(corpus.val), corpus.val.size());
+  } else {
+    data.tokenizer = load_tokenizer(run_dir);
+  }
+  data.train = std::make_unique<TokenFile>(train_path);
+  data.val = std::make_unique<TokenFile>(val_path);
+  log(fmt::format("data: {} train tokens, {} val tokens ({:.2f} bytes/token)", data.train->size(), data.val->size(),
+                  double(data.val->source_bytes()) / double(std::max<uint64_t>(data.val->size(), 1))));
+  if (data.val->size() < uint64_t(recipe.model.block_size) + 2 || data.train->size() < uint64_t(recipe.model.block_size) + 2)
+    throw user_error(recipe.source, 0, "model.block_size",
+                     fmt::format("{} is longer than a data split ({} train / {} val tokens)", recipe.model.block_size,
+                                 data.train->size(), data.val->size()),
+                     "use more text or a smaller block_size / val_fraction");
+  return data;
+}
+
+void load_model_weights(Transformer& model, const std::map<std::string, torch::Tensor>& tensors,
+                        const std::string& source) {
+  torch::NoGradGuard no_grad;
+  for (auto& item : model->named_parameters()) {
+    auto it = tensors.find("model." + item.key());
+    if (it == tensors.end())
+      throw user_error(source, 0, "", "checkpoint lacks parameter '" + item.key() + "'",
+                       "was it written with another model shape? check [model] in recipe.toml");
+    if (!it->second.sizes().equals(item.value().sizes()))
+      throw user_error(source, 0, "", fmt::format("parameter '{}' has shape {} in the checkpoint but {} in the model",
+                                                  item.key(), fmt::join(it->second.sizes(), "x"),
+                                                  fmt::join(item.value().sizes(), "x")));
+    item.value().copy_(it->second);
+  }
+}
+
+}  // namespace spread

@@ -1,0 +1,329 @@
+#include "spread/train/trainer.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <sys/resource.h>
+#include <torch/version.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cmath>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+
+#include "spread/data/loader.h"
+#include "spread/diagnostics/probe.h"
+#include "spread/eval/perplexity.h"
+#include "spread/log/metrics_log.h"
+#include "spread/log/progress.h"
+#include "spread/losses/objective.h"
+#include "spread/runtime/blas.h"
+#include "spread/train/checkpoint.h"
+#include "spread/train/optimizer.h"
+#include "spread/train/schedule.h"
+#include "spread/train/setup.h"
+#include "spread/util/error.h"
+
+namespace fs = std::filesystem;
+
+namespace spread {
+namespace {
+
+// Seeds of the fixed evaluation and probe batches, apart from the training stream.
+constexpr uint64_t kEvalStream = 0xe7a1ULL;
+constexpr uint64_t kProbeStream = 0x9e0bULL;
+
+std::atomic<int> g_stop_signal{0};
+
+extern "C" void on_stop_signal(int sig) {
+  g_stop_signal = sig;
+  std::signal(sig, SIG_DFL);  // a second signal ends the process at once
+}
+
+void say(const std::string& line) {
+  fmt::print("{}\n", line);
+  std::fflush(stdout);
+}
+
+double peak_rss_mib() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return double(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+// Everything a run holds while it trains.
+struct Run {
+  Recipe recipe;
+  std::string dir;
+  torch::Device device{torch::kCPU};
+  RunData data;
+  Transformer model{nullptr};
+  FlatAdamW optimizer;
+  LrSchedule schedule;
+  Objective objective;
+  int64_t step = 0;  // optimizer steps completed
+  double elapsed_s = 0;  // training time summed over sessions (resumes)
+};
+
+std::vector<NamedParam> named_params(Transformer& model) {
+  std::vector<NamedParam> out;
+  for (auto& item : model->named_parameters()) out.push_back({item.key(), item.value()});
+  return out;
+}
+
+void build_optimizer(Run& run) {
+  std::vector<torch::Tensor> decay, no_decay;
+  split_decay_groups(named_params(run.model), decay, no_decay);
+  const auto& t = run.recipe.train;
+  AdamWOptions o{t.lr, t.beta1, t.beta2, t.eps, t.weight_decay};
+  run.optimizer.add_group("decay", decay, o);
+  o.weight_decay = 0.0;
+  run.optimizer.add_group("no_decay", no_decay, o);
+}
+
+Checkpoint make_checkpoint(const Run& run) {
+  Checkpoint c;
+  c.step = run.step;
+  for (const auto& item : run.model->named_parameters()) c.tensors["model." + item.key()] = item.value().detach().clone();
+  for (const auto& g : run.optimizer.groups()) {
+    c.tensors["optim." + g.name + ".exp_avg"] = g.exp_avg;
+    c.tensors["optim." + g.name + ".exp_avg_sq"] = g.exp_avg_sq;
+    c.meta["optim"][g.name] = {{"step", g.step}, {"lr", g.options.lr}, {"beta1", g.options.beta1},
+                               {"beta2", g.options.beta2}, {"eps", g.options.eps},
+                               {"weight_decay", g.options.weight_decay}};
+  }
+  c.tensors["rng.cpu"] = at::detail::getDefaultCPUGenerator().get_state();
+  c.meta["tokens_seen"] = run.step * run.recipe.train.batch_size * run.recipe.train.grad_accum *
+                          run.recipe.model.block_size;
+  c.meta["elapsed_s"] = run.elapsed_s;
+  c.meta["torch_version"] = TORCH_VERSION;
+  return c;
+}
+
+void restore_checkpoint(Run& run, const Checkpoint& c, const std::string& source) {
+  torch::NoGradGuard no_grad;
+  load_model_weights(run.model, c.tensors, source);
+  for (auto& g : run.optimizer.groups()) {
+    auto m = c.tensors.find("optim." + g.name + ".exp_avg");
+    auto v = c.tensors.find("optim." + g.name + ".exp_avg_sq");
+    if (m == c.tensors.end() || v == c.tensors.end() || m->second.numel() != g.exp_avg.numel())
+      throw user_error(source, 0, "", "optimizer state of group '" + g.name + "' is missing or has another size");
+    g.exp_avg.copy_(m->second);
+    g.exp_avg_sq.copy_(v->second);
+    g.step = c.meta.at("optim").at(g.name).at("step").get<int64_t>();
+  }
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  generator.set_state(c.tensors.at("rng.cpu"));
+  run.step = c.step;
+  run.elapsed_s = c.meta.value("elapsed_s", 0.0);
+}
+
+void write_run_info(const Run& run, const BlasInfo& blas, const ThreadPlan& threads) {
+  nlohmann::json info = {{"blas", blas.library},         {"blas_core", blas.core},
+                         {"blas_config", blas.config},   {"blas_coretype_origin", blas.coretype_origin},
+                         {"intra_op_threads", threads.intra_op}, {"blas_threads", threads.blas},
+                         {"torch_version", TORCH_VERSION}, {"device", run.device.str()},
+                         {"parameters", run.model->num_parameters()}};
+  write_file_atomic((fs::path(run.dir) / "run.json").string(), info.dump(2) + "\n");
+}
+
+void print_header(const Run& run, const BlasInfo& blas, const ThreadPlan& threads, bool resumed) {
+  const auto& m = run.recipe.model;
+  say(fmt::format("spread {} run '{}' in {}", resumed ? "resuming" : "starting", run.recipe.run.name, run.dir));
+  say(fmt::format("model: {} layers, {} heads, width {}, block {}, vocab {}: {:.2f}M parameters", m.n_layer, m.n_head,
+                  m.n_embd, m.block_size, run.data.tokenizer->vocab_size(), run.model->num_parameters() / 1e6));
+  say(fmt::format("BLAS: {} core {} ({}); threads: LibTorch {}, BLAS {}; device {}", blas.library,
+                  blas.core.empty() ? "?" : blas.core, blas.coretype_origin, threads.intra_op, threads.blas,
+                  run.device.str()));
+}
+
+std::vector<Batch> fixed_batches(const TokenFile& tokens, int64_t block, int64_t batch_size, int64_t count,
+                                 uint64_t seed) {
+  WindowSampler sampler(tokens, block, seed);
+  std::vector<Batch> batches;
+  for (int64_t i = 0; i < count; ++i) batches.push_back(sampler.sample(batch_size, uint64_t(i)));
+  return batches;
+}
+
+bool due(int64_t every, int64_t step, int64_t last) { return every > 0 && (step % every == 0 || step == last); }
+
+struct StepResult {
+  double loss = 0;
+  std::vector<std::pair<std::string, double>> parts;
+  double grad_norm = 0;
+  bool finite = true;
+};
+
+StepResult train_step(Run& run, const WindowSampler& sampler) {
+  const auto& t = run.recipe.train;
+  run.optimizer.set_lr(run.schedule.at(run.step));
+  run.optimizer.zero_grad();
+  StepResult r;
+  for (int64_t micro = 0; micro < t.grad_accum; ++micro) {
+    Batch b = sampler.sample(t.batch_size, uint64_t(run.step), uint64_t(micro));
+    if (!run.device.is_cpu()) b = {b.x.to(run.device), b.y.to(run.device)};
+    auto out = run.model->forward(b.x, run.objective.needs_hidden(), run.objective.needs_logits());
+    LossValue v = run.objective.compute({out, b, splitmix64(uint64_t(run.step) * 131 + uint64_t(micro))});
+    (t.grad_accum == 1 ? v.total : v.total / double(t.grad_accum)).backward();
+    r.loss += v.total.item<double>() / double(t.grad_accum);
+    if (r.parts.empty()) r.parts.assign(v.parts.size(), {"", 0.0});
+    for (size_t i = 0; i < v.parts.size(); ++i) {
+      r.parts[i].first = v.parts[i].first;
+      r.parts[i].second += v.parts[i].second / double(t.grad_accum);
+    }
+  }
+  r.grad_norm = run.optimizer.grad_norm();
+  r.finite = std::isfinite(r.loss) && std::isfinite(r.grad_norm);
+  if (!r.finite) return r;  // the caller skips the update
+  double scale = (t.grad_clip > 0 && r.grad_norm > t.grad_clip) ? t.grad_clip / (r.grad_norm + 1e-6) : 1.0;
+  run.optimizer.step(scale);
+  ++run.step;
+  return r;
+}
+
+void save(Run& run, MetricsLog& log, const std::string& why) {
+  std::string path = save_checkpoint(run.dir, make_checkpoint(run), run.recipe.train.keep_last);
+  log.write({{"step", run.step}, {"event", "checkpoint"}, {"why", why}});
+  say(fmt::format("checkpoint: {} ({})", path, why));
+}
+
+void open_run(Run& run, TrainStart start, const std::function<void(const std::string&)>& note) {
+  if (start == TrainStart::Fresh && !list_checkpoints(run.dir).empty())
+    throw user_error(run.dir, 0, "run.name",
+                     "this run directory already holds checkpoints; refusing to overwrite them",
+                     "continue it with `spread train --resume " + run.dir + "`, or choose another run.name");
+  if (start == TrainStart::Resume && list_checkpoints(run.dir).empty())
+    throw user_error(run.dir, 0, "", "no checkpoint to resume from", "start the run with `spread train RECIPE`");
+  if (start == TrainStart::Fresh) {
+    fs::create_directories(run.dir);
+    for (const char* stale : {"tokenizer.model", "tokenizer.chars", "tokenizer.json", "train.bin", "val.bin",
+                              "metrics.jsonl"})
+      fs::remove(fs::path(run.dir) / stale);
+    write_file_atomic((fs::path(run.dir) / "recipe.toml").string(), recipe_to_toml(run.recipe));
+  }
+  run.data = prepare_data(run.recipe, run.dir, note);
+}
+
+}  // namespace
+
+Recipe recipe_of_run(const std::string& run_dir, const std::vector<std::string>& overrides) {
+  auto path = (fs::path(run_dir) / "recipe.toml").string();
+  if (!fs::exists(path))
+    throw user_error(run_dir, 0, "", "not a run directory (no recipe.toml)", "pass RUN_DIR = <run.out_dir>/<run.name>");
+  Recipe r = load_recipe(path, overrides);
+  // The run stays where it is, whatever out_dir/name say (the directory may have been moved).
+  r.run.out_dir = fs::path(run_dir).parent_path().string();
+  r.run.name = fs::path(run_dir).filename().string();
+  return r;
+}
+
+int train(const Recipe& recipe, TrainStart start) {
+  Run run;
+  run.recipe = recipe;
+  // The saved recipe must still find its files when resumed from another working directory.
+  for (auto& path : run.recipe.data.path) path = fs::absolute(path).lexically_normal().string();
+  if (!run.recipe.tokenizer.model.empty())
+    run.recipe.tokenizer.model = fs::absolute(run.recipe.tokenizer.model).lexically_normal().string();
+  run.dir = recipe.run_dir();
+  run.device = recipe_device(recipe);
+  ThreadPlan threads = apply_threads(recipe.run.threads);
+  open_run(run, start, say);
+
+  torch::manual_seed(uint64_t(recipe.run.seed));
+  run.model = Transformer(model_config(recipe, run.data.tokenizer->vocab_size()));
+  run.model->to(run.device);
+  build_optimizer(run);  // after .to(): the flat buffers live on the device
+  run.objective = make_objective(recipe);
+  const auto& t = recipe.train;
+  run.schedule = {t.lr, t.min_lr, t.warmup_steps, t.max_steps};
+
+  if (start == TrainStart::Resume) {
+    std::vector<std::string> warnings;
+    auto ckpt = load_latest_checkpoint(run.dir, &warnings);
+    for (const auto& w : warnings) say("warning: " + w);
+    if (!ckpt) throw user_error(run.dir, 0, "", "no readable checkpoint (all are corrupt or truncated)");
+    restore_checkpoint(run, *ckpt, run.dir);
+  }
+  BlasInfo blas = blas_info();
+  write_run_info(run, blas, threads);
+  print_header(run, blas, threads, start == TrainStart::Resume);
+
+  MetricsLog log(run.dir, start == TrainStart::Resume ? run.step : -1);
+  if (start == TrainStart::Resume) log.write({{"step", run.step}, {"event", "resume"}});
+  else log.write({{"step", 0}, {"event", "start"}, {"blas_core", blas.core}});
+
+  const int64_t block = recipe.model.block_size;
+  WindowSampler sampler(*run.data.train, block, uint64_t(recipe.run.seed));
+  const double val_bytes_per_token = double(run.data.val->source_bytes()) / double(run.data.val->size());
+  auto eval_batches = fixed_batches(*run.data.val, block, t.batch_size, t.eval_batches,
+                                    splitmix64(uint64_t(recipe.run.seed) ^ kEvalStream));
+  Batch probe = fixed_batches(*run.data.val, block, recipe.diagnostics.probe_texts, 1,
+                              splitmix64(uint64_t(recipe.run.seed) ^ kProbeStream))[0];
+
+  g_stop_signal = 0;
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  run.model->train();
+  Progress progress(run.step, t.max_steps, t.batch_size * t.grad_accum * block);
+  int64_t bad_in_a_row = 0;
+  while (run.step < t.max_steps) {
+    const int64_t step_before = run.step;
+    StepResult r = train_step(run, sampler);
+    if (!r.finite) {
+      ++bad_in_a_row;
+      log.write({{"step", step_before}, {"event", "nan_skip"}, {"loss", r.loss}, {"grad_norm", r.grad_norm}});
+      say(fmt::format("step {}: loss {} / grad norm {} is not finite; update skipped ({} in a row)", step_before + 1,
+                      r.loss, r.grad_norm, bad_in_a_row));
+      if (bad_in_a_row >= t.max_bad_steps) {
+        say(fmt::format("stopping: {} non-finite steps in a row. Lower train.lr, raise train.warmup_steps or "
+                        "check the data; the last checkpoint in {} is intact.", bad_in_a_row, run.dir));
+        return kExitDiverged;
+      }
+      // The step is consumed so that the next one draws new data.
+      ++run.step;
+      continue;
+    }
+    bad_in_a_row = 0;
+    progress.tick(run.step);
+    run.elapsed_s += progress.last_step_seconds();
+    if (due(t.log_every, run.step, t.max_steps) || run.step == 1) {
+      nlohmann::json line = {{"step", run.step}, {"loss", r.loss}, {"lr", run.schedule.at(run.step - 1)},
+                             {"grad_norm", r.grad_norm}, {"tokens_per_s", progress.tokens_per_s()},
+                             {"elapsed_s", run.elapsed_s}};
+      for (const auto& [name, value] : r.parts) line["loss_" + name] = value;
+      log.write(line);
+      say(progress.line(r.loss, run.schedule.at(run.step - 1)));
+    }
+    if (due(t.eval_every, run.step, t.max_steps)) {
+      EvalResult e = evaluate_batches(run.model, eval_batches, val_bytes_per_token, run.device);
+      log.write({{"step", run.step}, {"val_loss", e.loss}, {"val_ppl", e.ppl}, {"val_bpb", e.bpb}});
+      say(fmt::format("eval step {}: val loss {:.4f}, perplexity {:.2f}, {:.4f} bits/byte", run.step, e.loss, e.ppl,
+                      e.bpb));
+      progress.exclude_pause();
+    }
+    if (due(recipe.diagnostics.every, run.step, t.max_steps)) {
+      nlohmann::json d = probe_diagnostics(run.model, probe, recipe.diagnostics, uint64_t(recipe.run.seed), run.device);
+      d["step"] = run.step;
+      log.write(d);
+      progress.exclude_pause();
+    }
+    if (due(t.ckpt_every, run.step, t.max_steps)) {
+      save(run, log, "scheduled");
+      progress.exclude_pause();
+    }
+    if (g_stop_signal != 0) {
+      say(fmt::format("signal {} received: saving and stopping", g_stop_signal.load()));
+      if (!due(t.ckpt_every, run.step, t.max_steps)) save(run, log, "signal");
+      log.write({{"step", run.step}, {"event", "interrupted"}});
+      say("resume with: spread train --resume " + run.dir);
+      return kExitOk;
+    }
+  }
+  log.write({{"step", run.step}, {"event", "end"}, {"elapsed_s", run.elapsed_s}, {"peak_rss_mib", peak_rss_mib()}});
+  say(fmt::format("done: {} steps in {:.1f} s (peak RSS {:.0f} MiB); run dir {}", run.step, run.elapsed_s,
+                  peak_rss_mib(), run.dir));
+  return kExitOk;
+}
+
+}  // namespace spread

@@ -1,0 +1,101 @@
+// The spread binary as a user meets it: help on every subcommand, exit code 2 with a clear message for bad
+// input, and a tiny train -> eval -> generate -> compare round.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code;
+  std::string output;
+};
+
+Result run(const std::string& args) {
+  std::string cmd = std::string(SPREAD_BINARY) + " " + args + " 2>&1";
+  Result r{-1, ""};
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  int status = pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+fs::path temp_dir(const std::string& name) {
+  auto dir = fs::temp_directory_path() / ("spread_cli_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST(Cli, EverySubcommandHasHelp) {
+  for (const char* cmd : {"train", "eval", "generate", "compare", "diagnose", "report"}) {
+    Result r = run(std::string(cmd) + " --help");
+    EXPECT_EQ(r.code, 0) << cmd << ": " << r.output;
+    EXPECT_NE(r.output.find("Usage"), std::string::npos) << cmd << ": " << r.output;
+  }
+  EXPECT_EQ(run("--help").code, 0);
+  EXPECT_EQ(run("frobnicate").code, 2);
+}
+
+TEST(Cli, BadRecipeExitsWithCode2AndWritesNothing) {
+  auto dir = temp_dir("bad");
+  std::ofstream(dir / "r.toml") << "[run]\nout_dir = \"" << (dir / "out").string() << "\"\n[train]\nlr = \"fast\"\n";
+  Result r = run("train " + (dir / "r.toml").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("r.toml:4"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("train.lr"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+  Result o = run("train " + (dir / "r.toml").string() + " --set train.lr=0.1 --set model.n_head=0");
+  EXPECT_EQ(o.code, 2) << o.output;
+  EXPECT_NE(o.output.find("model.n_head"), std::string::npos) << o.output;
+  EXPECT_EQ(run("train /nonexistent/recipe.toml").code, 2);
+  EXPECT_EQ(run("eval --run " + (dir / "nothing").string()).code, 2);
+  fs::remove_all(dir);
+}
+
+TEST(Cli, TrainEvalGenerateCompare) {
+  auto dir = temp_dir("e2e");
+  {
+    std::ofstream corpus(dir / "c.txt");
+    for (int i = 0; i < 400; ++i) corpus << "to be or not to be, that is the question " << i % 7 << "\n";
+  }
+  std::string recipe = (dir / "r.toml").string();
+  std::ofstream(recipe) << "[run]\nname = \"tiny\"\nout_dir = \"" << dir.string() << "\"\n"
+                        << "[data]\nsource = \"text\"\npath = \"" << (dir / "c.txt").string() << "\"\n"
+                        << "[tokenizer]\nkind = \"char\"\n[model]\nn_layer = 1\nn_head = 2\nn_embd = 16\nblock_size = 16\n"
+                        << "[train]\nbatch_size = 4\nmax_steps = 30\nwarmup_steps = 2\neval_every = 10\nlog_every = 10\n"
+                        << "ckpt_every = 10\n[diagnostics]\nevery = 15\n";
+  Result t = run("train " + recipe);
+  ASSERT_EQ(t.code, 0) << t.output;
+  EXPECT_NE(t.output.find("tok/s"), std::string::npos) << t.output;
+  EXPECT_NE(t.output.find("BLAS:"), std::string::npos) << t.output;
+  std::string run_dir = (dir / "tiny").string();
+  EXPECT_TRUE(fs::exists(run_dir + "/recipe.toml"));
+  EXPECT_TRUE(fs::exists(run_dir + "/run.json"));
+  Result e = run("eval --run " + run_dir + " --json");
+  ASSERT_EQ(e.code, 0) << e.output;
+  EXPECT_NE(e.output.find("\"val_ppl\""), std::string::npos) << e.output;
+  Result g1 = run("generate --run " + run_dir + " --prompt 'to be' --max-new-tokens 20 --seed 5");
+  Result g2 = run("generate --run " + run_dir + " --prompt 'to be' --max-new-tokens 20 --seed 5");
+  ASSERT_EQ(g1.code, 0) << g1.output;
+  EXPECT_EQ(g1.output, g2.output);
+  EXPECT_EQ(g1.output.rfind("to be", 0), 0u) << g1.output;
+  Result c = run("compare " + run_dir + " " + run_dir);
+  ASSERT_EQ(c.code, 0) << c.output;
+  EXPECT_NE(c.output.find("mean_cos"), std::string::npos) << c.output;
+  Result again = run("train " + recipe);
+  EXPECT_EQ(again.code, 2) << again.output;
+  EXPECT_NE(again.output.find("--resume"), std::string::npos) << again.output;
+  fs::remove_all(dir);
+}

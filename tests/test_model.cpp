@@ -1,0 +1,132 @@
+// The transformer: causality, padding, gradients against finite differences, and the flat AdamW against
+// LibTorch's own AdamW.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "spread/model/transformer.h"
+#include "spread/train/optimizer.h"
+
+using spread::Transformer;
+using spread::TransformerConfig;
+
+namespace {
+
+TransformerConfig tiny(bool causal = true) {
+  TransformerConfig c;
+  c.vocab_size = 11;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 8;
+  c.block_size = 12;
+  c.causal = causal;
+  return c;
+}
+
+}  // namespace
+
+TEST(Transformer, ChangingAFutureTokenNeverChangesEarlierLogits) {
+  torch::manual_seed(0);
+  Transformer model(tiny());
+  model->eval();
+  auto x = torch::randint(0, 11, {2, 12}, torch::kLong);
+  auto y = x.clone();
+  y.index_put_({torch::indexing::Slice(), 7}, (x.index({torch::indexing::Slice(), 7}) + 1) % 11);
+  auto lx = model->forward(x).logits, ly = model->forward(y).logits;
+  EXPECT_TRUE(torch::equal(lx.narrow(1, 0, 7), ly.narrow(1, 0, 7)));
+  EXPECT_FALSE(torch::allclose(lx.narrow(1, 7, 5), ly.narrow(1, 7, 5)));
+}
+
+TEST(Transformer, BidirectionalSeesTheFuture) {
+  torch::manual_seed(0);
+  Transformer model(tiny(/*causal=*/false));
+  model->eval();
+  auto x = torch::randint(0, 11, {1, 12}, torch::kLong);
+  auto y = x.clone();
+  y[0][11] = (x[0][11].item<int64_t>() + 1) % 11;
+  EXPECT_FALSE(torch::allclose(model->forward(x).logits.narrow(1, 0, 1), model->forward(y).logits.narrow(1, 0, 1)));
+}
+
+TEST(Transformer, PaddedKeysDoNotAffectValidPositions) {
+  torch::manual_seed(0);
+  Transformer model(tiny(/*causal=*/false));
+  model->eval();
+  auto x = torch::randint(0, 11, {1, 12}, torch::kLong);
+  auto mask = torch::ones({1, 12}, torch::kBool);
+  mask.index_put_({0, torch::indexing::Slice(8, 12)}, false);
+  auto y = x.clone();
+  y.index_put_({0, torch::indexing::Slice(8, 12)}, 3);
+  auto a = model->forward(x, false, true, mask).logits.narrow(1, 0, 8);
+  auto b = model->forward(y, false, true, mask).logits.narrow(1, 0, 8);
+  auto alone = model->forward(x.narrow(1, 0, 8)).logits;
+  EXPECT_TRUE(torch::allclose(a, b, 1e-6, 1e-6));
+  EXPECT_TRUE(torch::allclose(a, alone, 1e-5, 1e-5));
+}
+
+TEST(Transformer, HiddenStatesOnePerLayerPlusEmbeddings) {
+  Transformer model(tiny());
+  auto out = model->forward(torch::zeros({2, 5}, torch::kLong), /*want_hidden=*/true);
+  ASSERT_EQ(out.hidden.size(), 3u);
+  for (const auto& h : out.hidden) EXPECT_EQ(h.sizes(), (std::vector<int64_t>{2, 5, 8}));
+}
+
+TEST(Transformer, GradientMatchesFiniteDifferences) {
+  torch::manual_seed(1);
+  Transformer model(tiny());
+  model->to(torch::kDouble);
+  auto x = torch::randint(0, 11, {2, 6}, torch::kLong);
+  auto t = torch::randint(0, 11, {2, 6}, torch::kLong);
+  auto loss_of = [&] { return spread::TransformerImpl::lm_loss(model->forward(x).logits, t); };
+  loss_of().backward();
+  const double h = 1e-6;
+  int checked = 0;
+  for (auto& item : model->named_parameters()) {
+    auto p = item.value();
+    auto flat = p.data().view({-1});
+    for (int64_t i : {int64_t(0), flat.numel() / 2, flat.numel() - 1}) {
+      double analytic = p.grad().view({-1})[i].item<double>();
+      double orig = flat[i].item<double>();
+      torch::NoGradGuard ng;
+      flat[i] = orig + h;
+      double up = loss_of().item<double>();
+      flat[i] = orig - h;
+      double down = loss_of().item<double>();
+      flat[i] = orig;
+      double numeric = (up - down) / (2 * h);
+      EXPECT_NEAR(analytic, numeric, 1e-6 + 1e-5 * std::abs(numeric)) << item.key() << "[" << i << "]";
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 30);
+}
+
+TEST(FlatAdamW, MatchesLibTorchAdamWWithClipping) {
+  torch::manual_seed(2);
+  auto a = torch::randn({5, 3}), b = torch::randn({7});
+  auto ra = a.clone().requires_grad_(true), rb = b.clone().requires_grad_(true);  // reference copies
+  auto fa = a.clone().requires_grad_(true), fb = b.clone().requires_grad_(true);
+  spread::FlatAdamW flat;
+  flat.add_group("decay", {fa}, {1e-2, 0.9, 0.95, 1e-8, 0.1});
+  flat.add_group("no_decay", {fb}, {1e-2, 0.9, 0.95, 1e-8, 0.0});
+  torch::optim::AdamW ref({torch::optim::OptimizerParamGroup({ra}, std::make_unique<torch::optim::AdamWOptions>(
+                                                                      torch::optim::AdamWOptions(1e-2).betas({0.9, 0.95}).eps(1e-8).weight_decay(0.1))),
+                           torch::optim::OptimizerParamGroup({rb}, std::make_unique<torch::optim::AdamWOptions>(
+                                                                      torch::optim::AdamWOptions(1e-2).betas({0.9, 0.95}).eps(1e-8).weight_decay(0.0)))});
+  for (int step = 0; step < 5; ++step) {
+    auto w = torch::randn({5, 3}), v = torch::randn({7});
+    ref.zero_grad();
+    ((ra * w).sum() * 3 + (rb * v).sum()).backward();
+    double clip = 0.5;
+    auto total = torch::cat({ra.grad().view(-1), rb.grad().view(-1)}).norm().item<double>();
+    double scale = std::min(1.0, clip / (total + 1e-6));
+    ra.mutable_grad().mul_(scale);
+    rb.mutable_grad().mul_(scale);
+    ref.step();
+
+    flat.zero_grad();
+    ((fa * w).sum() * 3 + (fb * v).sum()).backward();
+    EXPECT_NEAR(flat.grad_norm(), total, 1e-5);
+    flat.step(scale);
+    EXPECT_TRUE(torch::allclose(fa, ra, 1e-6, 1e-6)) << "step " << step;
+    EXPECT_TRUE(torch::allclose(fb, rb, 1e-6, 1e-6)) << "step " << step;
+  }
+}

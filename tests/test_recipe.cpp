@@ -1,0 +1,104 @@
+// Recipe parsing: types, ranges, unknown keys and overrides, with messages that name file, line and key.
+#include <gtest/gtest.h>
+
+#include "spread/config/recipe.h"
+#include "spread/util/error.h"
+
+using spread::parse_recipe;
+using spread::Recipe;
+using spread::UserError;
+
+namespace {
+
+std::string error_of(const std::string& toml, const std::vector<std::string>& overrides = {}) {
+  try {
+    parse_recipe(toml, "r.toml", overrides);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Recipe, DefaultsAndValues) {
+  Recipe r = parse_recipe("[train]\nlr = 3e-4\nbatch_size = 8\n[model]\nn_layer = 6\n", "r.toml");
+  EXPECT_DOUBLE_EQ(r.train.lr, 3e-4);
+  EXPECT_EQ(r.train.batch_size, 8);
+  EXPECT_EQ(r.model.n_layer, 6);
+  EXPECT_EQ(r.model.n_head, 4);  // default
+  EXPECT_EQ(r.run_dir(), "checkpoints/run");
+}
+
+TEST(Recipe, UnknownKeyNamesFileLineAndKey) {
+  std::string e = error_of("[train]\nlr = 1e-3\nlearning_rate = 1e-3\n");
+  EXPECT_NE(e.find("r.toml:3"), std::string::npos) << e;
+  EXPECT_NE(e.find("train.learning_rate"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown key"), std::string::npos) << e;
+  EXPECT_NE(e.find("warmup_steps"), std::string::npos) << "hint lists valid keys: " << e;
+}
+
+TEST(Recipe, UnknownSection) {
+  std::string e = error_of("[optimiser]\nlr = 1\n");
+  EXPECT_NE(e.find("r.toml:1"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown section"), std::string::npos) << e;
+}
+
+TEST(Recipe, WrongTypeIsAnError) {
+  std::string e = error_of("[train]\n\nbatch_size = \"twelve\"\n");
+  EXPECT_NE(e.find("r.toml:3"), std::string::npos) << e;
+  EXPECT_NE(e.find("train.batch_size"), std::string::npos) << e;
+  EXPECT_NE(e.find("expected an integer"), std::string::npos) << e;
+  EXPECT_NE(error_of("[train]\nbatch_size = 1.5\n").find("expected an integer"), std::string::npos);
+  EXPECT_NE(error_of("[model]\nbias = 1\n").find("expected true or false"), std::string::npos);
+}
+
+TEST(Recipe, OutOfRangeIsAnError) {
+  std::string e = error_of("[model]\ndropout = 1.5\n");
+  EXPECT_NE(e.find("model.dropout"), std::string::npos) << e;
+  EXPECT_NE(e.find("out of range"), std::string::npos) << e;
+  EXPECT_NE(error_of("[train]\nbatch_size = 0\n").find("out of range"), std::string::npos);
+  EXPECT_NE(error_of("[tokenizer]\nkind = \"wordpiece\"\n").find("use one of: char, bpe, unigram"), std::string::npos);
+}
+
+TEST(Recipe, CrossKeyChecks) {
+  EXPECT_NE(error_of("[model]\nn_embd = 130\nn_head = 4\n").find("not divisible"), std::string::npos);
+  EXPECT_NE(error_of("[train]\nlr = 1e-4\nmin_lr = 1e-3\n").find("train.min_lr"), std::string::npos);
+  EXPECT_NE(error_of("[data]\nsource = \"text\"\n").find("data.path"), std::string::npos);
+  EXPECT_NE(error_of("[model]\nn_layer = 2\n[loss.dispersion]\nlayers = [3]\n").find("does not exist"),
+            std::string::npos);
+}
+
+TEST(Recipe, InvalidTomlNamesTheLine) {
+  std::string e = error_of("[train]\nlr = = 3\n");
+  EXPECT_NE(e.find("r.toml:2"), std::string::npos) << e;
+  EXPECT_NE(e.find("invalid TOML"), std::string::npos) << e;
+}
+
+TEST(Recipe, OverridesUseTheSameChecks) {
+  Recipe r = parse_recipe("", "r.toml", {"train.lr=3e-4", "run.name=sweep_a", "loss.dispersion.layers=[1,2]",
+                                         "data.path=a.txt", "loss.dispersion.enabled=true"});
+  EXPECT_DOUBLE_EQ(r.train.lr, 3e-4);
+  EXPECT_EQ(r.run.name, "sweep_a");  // a bare word is a string
+  EXPECT_EQ(r.loss.dispersion.layers_mode, "list");
+  EXPECT_EQ(r.loss.dispersion.layers, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(r.data.path, std::vector<std::string>{"a.txt"});
+  std::string e = error_of("", {"train.lrr=1"});
+  EXPECT_NE(e.find("--set"), std::string::npos) << e;
+  EXPECT_NE(e.find("train.lrr"), std::string::npos) << e;
+  EXPECT_NE(error_of("", {"train.batch_size=-1"}).find("out of range"), std::string::npos);
+  EXPECT_NE(error_of("", {"train.lr"}).find("section.key=value"), std::string::npos);
+}
+
+TEST(Recipe, ResolvedTomlRoundTrips) {
+  Recipe r = parse_recipe("[train]\nlr = 0.000314159\n[data]\nsource = \"text\"\npath = [\"a b.txt\", \"c\\\"d.txt\"]\n"
+                          "[loss.dispersion]\nenabled = true\nlambda = 0.3\nlayers = \"all\"\n",
+                          "r.toml");
+  Recipe back = parse_recipe(spread::recipe_to_toml(r), "resolved.toml");
+  EXPECT_EQ(back.train.lr, r.train.lr);  // bitwise: the resolved file must not round numbers
+  EXPECT_EQ(back.data.path, r.data.path);
+  EXPECT_EQ(back.loss.dispersion.lambda, 0.3);
+  EXPECT_EQ(back.loss.dispersion.layers_mode, "all");
+  EXPECT_EQ(back.model.block_size, r.model.block_size);
+  EXPECT_EQ(spread::recipe_to_toml(back), spread::recipe_to_toml(r));
+}
