@@ -56,7 +56,8 @@ TEST(Cli, BadRecipeExitsWithCode2AndWritesNothing) {
   EXPECT_NE(r.output.find("r.toml:4"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("train.lr"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir / "out"));
-  Result o = run("train " + (dir / "r.toml").string() + " --set train.lr=0.1 --set model.n_head=0");
+  std::ofstream(dir / "ok.toml") << "[run]\nout_dir = \"" << (dir / "out").string() << "\"\n";
+  Result o = run("train " + (dir / "ok.toml").string() + " --set train.lr=0.1 --set model.n_head=0");
   EXPECT_EQ(o.code, 2) << o.output;
   EXPECT_NE(o.output.find("model.n_head"), std::string::npos) << o.output;
   EXPECT_EQ(run("train /nonexistent/recipe.toml").code, 2);

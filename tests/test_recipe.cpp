@@ -80,6 +80,8 @@ TEST(Recipe, OverridesUseTheSameChecks) {
                                          "data.path=a.txt", "loss.dispersion.enabled=true"});
   EXPECT_DOUBLE_EQ(r.train.lr, 3e-4);
   EXPECT_EQ(r.run.name, "sweep_a");  // a bare word is a string
+  EXPECT_EQ(parse_recipe("", "r.toml", {"run.name=nan"}).run.name, "nan");  // even one TOML reads as a float
+  EXPECT_EQ(parse_recipe("", "r.toml", {"run.name=1e3"}).run.name, "1e3");
   EXPECT_EQ(r.loss.dispersion.layers_mode, "list");
   EXPECT_EQ(r.loss.dispersion.layers, (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(r.data.path, std::vector<std::string>{"a.txt"});

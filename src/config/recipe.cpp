@@ -300,7 +300,14 @@ void apply_override(Recipe& r, const std::string& assignment) {
       fail(at, key, "cannot read value '" + value + "'");
     }
   }
-  f->parse(r, *parsed.get("v"), at);
+  // For string keys a bare word stays the word, even one TOML reads as a number (run.name=nan, run.name=1e3).
+  const toml::node& node = *parsed.get("v");
+  const bool wants_string = f->type_name == "string" || f->type_name == "string or array of strings";
+  if (wants_string && !node.is_string() && !node.is_array()) {
+    f->parse(r, toml::value<std::string>(value), at);
+    return;
+  }
+  f->parse(r, node, at);
 }
 
 // Checks that involve several keys. Each names the key to change.
