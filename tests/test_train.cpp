@@ -190,3 +190,20 @@ TEST(Train, NonFiniteStepsAreSkippedThenTrainingStops) {
   EXPECT_NO_THROW(spread::read_checkpoint(path));
   fs::remove_all(dir);
 }
+
+TEST(Train, DispersionWithLambdaZeroTrainsBitwiseLikeNoDispersion) {
+  auto dir = temp_dir("lambda0");
+  ASSERT_EQ(spread::train(tiny_recipe(dir, "plain", 8), spread::TrainStart::Fresh), 0);
+  ASSERT_EQ(spread::train(tiny_recipe(dir, "lambda0", 8, {"loss.dispersion.enabled=true", "loss.dispersion.lambda=0"}),
+                          spread::TrainStart::Fresh),
+            0);
+  auto a = losses(dir / "plain"), b = losses(dir / "lambda0");
+  ASSERT_EQ(a.size(), 8u);
+  ASSERT_EQ(a, b);
+  // The penalty is still measured and logged for the baseline.
+  bool logged = false;
+  for (const auto& j : spread::read_metrics((dir / "lambda0" / "metrics.jsonl").string()))
+    logged = logged || j.contains("loss_disp");
+  EXPECT_TRUE(logged);
+  fs::remove_all(dir);
+}
