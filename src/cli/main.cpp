@@ -7,6 +7,7 @@
 #include <string>
 
 #include "commands.h"
+#include "spread/runtime/allocator.h"
 #include "spread/runtime/blas.h"
 #include "spread/util/error.h"
 
@@ -47,6 +48,7 @@ int dispatch(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   spread::select_blas_core(argv);  // may re-execute with OPENBLAS_CORETYPE set; before any matmul runs
+  spread::tune_allocator();
   try {
     return dispatch(argc, argv);
   } catch (const spread::UserError& e) {

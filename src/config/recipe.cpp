@@ -192,6 +192,7 @@ const std::vector<Field>& schema() {
       float_field("model.dropout", REF(model.dropout), 0.0, 0.9),
       bool_field("model.bias", REF(model.bias)),
       bool_field("model.causal", REF(model.causal)),
+      bool_field("model.recompute", REF(model.recompute)),
       int_field("train.batch_size", REF(train.batch_size), 1, 1 << 20),
       int_field("train.grad_accum", REF(train.grad_accum), 1, 1 << 16),
       int_field("train.max_steps", REF(train.max_steps), 1, kBig),

@@ -1,5 +1,7 @@
 #include "spread/model/transformer.h"
 
+#include "spread/model/recompute.h"
+
 #include <ATen/ATen.h>
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/dropout.h>
@@ -27,7 +29,7 @@ torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
 }  // namespace
 
 SelfAttentionImpl::SelfAttentionImpl(const TransformerConfig& cfg)
-    : n_head_(cfg.n_head), n_embd_(cfg.n_embd), causal_(cfg.causal), dropout_(cfg.dropout) {
+    : n_head_(cfg.n_head), n_embd_(cfg.n_embd), causal_(cfg.causal), recompute_(cfg.recompute), dropout_(cfg.dropout) {
   qkv = register_module("qkv", make_linear(cfg.n_embd, 3 * cfg.n_embd, cfg.bias));
   proj = register_module("proj", make_linear(cfg.n_embd, cfg.n_embd, cfg.bias));
   auto ones = torch::ones({cfg.block_size, cfg.block_size});
@@ -36,36 +38,43 @@ SelfAttentionImpl::SelfAttentionImpl(const TransformerConfig& cfg)
   causal_bias_ = register_buffer("causal_bias", bias);
 }
 
+// Additive mask [1 | B, 1, T, T] (0 = attend, -inf = masked), or undefined when nothing is masked.
+torch::Tensor SelfAttentionImpl::attention_mask(const torch::Tensor& key_padding, int64_t T) const {
+  torch::Tensor mask;
+  if (causal_) mask = causal_bias_.narrow(0, 0, T).narrow(1, 0, T).unsqueeze(0).unsqueeze(0);
+  if (!key_padding.defined()) return mask;
+  const int64_t B = key_padding.size(0);
+  auto pad = torch::zeros({B, 1, 1, T}, causal_bias_.options())
+                 .masked_fill(key_padding.logical_not().view({B, 1, 1, T}), -std::numeric_limits<float>::infinity());
+  return mask.defined() ? mask + pad : pad;
+}
+
 torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& key_padding) {
   const int64_t B = x.size(0), T = x.size(1), C = n_embd_, H = n_head_, D = C / H;
-  // [B, T, 3, H, D] -> [3, B, H, T, D] in one copy, then q, k, v are contiguous [B*H, T, D] views.
-  auto qkvh = qkv->forward(x).view({B, T, 3, H, D}).permute({2, 0, 3, 1, 4}).contiguous();
-  auto q = qkvh[0].view({B * H, T, D});
-  auto k = qkvh[1].view({B * H, T, D});
-  auto v = qkvh[2].view({B * H, T, D});
-
-  torch::Tensor mask = causal_bias_.narrow(0, 0, T).narrow(1, 0, T);
-  if (key_padding.defined()) {
-    auto pad = torch::zeros({B, 1, 1, T}, x.options()).masked_fill(
-        key_padding.logical_not().view({B, 1, 1, T}), -std::numeric_limits<float>::infinity());
-    mask = (mask.to(x.dtype()).view({1, 1, T, T}) + pad).expand({B, H, T, T}).reshape({B * H, T, T});
+  // [B, T, 3, H, D] -> [3, B*H, T, D] in one copy, so q, k, v are contiguous [B*H, T, D] slices.
+  auto qkvh = qkv->forward(x).view({B, T, 3, H, D}).permute({2, 0, 3, 1, 4}).contiguous().view({3, B * H, T, D});
+  auto mask = attention_mask(key_padding, T);
+  const bool attention_dropout = dropout_ > 0 && is_training();
+  torch::Tensor y;
+  if (recompute_ && !attention_dropout) {
+    y = attention_core(qkvh, mask, B);
   } else {
-    mask = mask.to(x.dtype()).expand({B * H, T, T});
+    auto att = attention_probs(qkvh[0], qkvh[1], mask, B, 1.0 / std::sqrt(double(D)));
+    y = torch::bmm(maybe_dropout(att, dropout_, is_training()), qkvh[2]);
   }
-  // scores = mask + (q k^T) / sqrt(D): scale, matmul and mask in one call.
-  auto att = torch::baddbmm(mask, q, k.transpose(1, 2), /*beta=*/1.0, /*alpha=*/1.0 / std::sqrt(double(D)));
-  att = maybe_dropout(torch::softmax(att, -1), dropout_, is_training());
-  auto y = torch::bmm(att, v).view({B, H, T, D}).transpose(1, 2).reshape({B, T, C});
+  y = y.view({B, H, T, D}).transpose(1, 2).reshape({B, T, C});
   return maybe_dropout(proj->forward(y), dropout_, is_training());
 }
 
-MlpImpl::MlpImpl(const TransformerConfig& cfg) : dropout_(cfg.dropout) {
+MlpImpl::MlpImpl(const TransformerConfig& cfg) : dropout_(cfg.dropout), recompute_(cfg.recompute) {
   fc = register_module("fc", make_linear(cfg.n_embd, 4 * cfg.n_embd, cfg.bias));
   proj = register_module("proj", make_linear(4 * cfg.n_embd, cfg.n_embd, cfg.bias));
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  return maybe_dropout(proj->forward(torch::gelu(fc->forward(x))), dropout_, is_training());
+  auto h = fc->forward(x);
+  auto y = recompute_ ? gelu_linear(h, proj->weight, proj->bias) : proj->forward(torch::gelu(h));
+  return maybe_dropout(y, dropout_, is_training());
 }
 
 BlockImpl::BlockImpl(const TransformerConfig& cfg) {

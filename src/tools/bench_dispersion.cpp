@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "spread/losses/dispersion.h"
+#include "spread/runtime/allocator.h"
 #include "spread/runtime/blas.h"
 
 namespace {
@@ -71,6 +72,7 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   spread::select_blas_core(argv);  // as the trainer does: the right OpenBLAS kernels and thread split
+  spread::tune_allocator();
   Args a = parse(argc, argv);
   spread::ThreadPlan threads = spread::apply_threads(a.threads);
   spread::DispersionOptions opt;

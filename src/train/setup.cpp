@@ -20,6 +20,7 @@ TransformerConfig model_config(const Recipe& recipe, int64_t vocab_size) {
   c.dropout = recipe.model.dropout;
   c.bias = recipe.model.bias;
   c.causal = recipe.model.causal;
+  c.recompute = recipe.model.recompute;
   return c;
 }
 

@@ -18,6 +18,7 @@
 #include "spread/log/metrics_log.h"
 #include "spread/log/progress.h"
 #include "spread/losses/objective.h"
+#include "spread/runtime/allocator.h"
 #include "spread/runtime/blas.h"
 #include "spread/train/checkpoint.h"
 #include "spread/train/optimizer.h"
@@ -123,6 +124,7 @@ void write_run_info(const Run& run, const BlasInfo& blas, const ThreadPlan& thre
   nlohmann::json info = {{"blas", blas.library},         {"blas_core", blas.core},
                          {"blas_config", blas.config},   {"blas_coretype_origin", blas.coretype_origin},
                          {"intra_op_threads", threads.intra_op}, {"blas_threads", threads.blas},
+                         {"allocator", allocator_info()},
                          {"torch_version", TORCH_VERSION}, {"device", run.device.str()},
                          {"parameters", run.model->num_parameters()}};
   write_file_atomic((fs::path(run.dir) / "run.json").string(), info.dump(2) + "\n");
@@ -136,6 +138,7 @@ void print_header(const Run& run, const BlasInfo& blas, const ThreadPlan& thread
   say(fmt::format("BLAS: {} core {} ({}); threads: LibTorch {}, BLAS {}; device {}", blas.library,
                   blas.core.empty() ? "?" : blas.core, blas.coretype_origin, threads.intra_op, threads.blas,
                   run.device.str()));
+  say("allocator: " + allocator_info());
 }
 
 std::vector<Batch> fixed_batches(const TokenFile& tokens, int64_t block, int64_t batch_size, int64_t count,

@@ -36,6 +36,7 @@ struct ModelConfig {
   double dropout = 0.0;
   bool bias = true;
   bool causal = true;  // false = bidirectional encoder (embedding models)
+  bool recompute = true;  // recompute attention probabilities and GELU outputs in backward: less memory
 };
 
 struct TrainConfig {

@@ -22,10 +22,12 @@ struct TransformerConfig {
   double dropout = 0.0;
   bool bias = true;
   bool causal = true;
+  bool recompute = true;  // recompute attention probabilities and GELU outputs in backward (model/recompute.h)
 };
 
 // Multi-head self-attention with one fused QKV projection. Masking is additive (a [T, T] bias folded into the
-// score matmul) so scale, scores and mask are one baddbmm call.
+// score matmul) so scale, scores and mask are one baddbmm call. With cfg.recompute (and no attention dropout
+// in training) the attention core is one autograd node that keeps no [B*H, T, T] tensor.
 class SelfAttentionImpl : public torch::nn::Module {
  public:
   explicit SelfAttentionImpl(const TransformerConfig& cfg);
@@ -35,8 +37,9 @@ class SelfAttentionImpl : public torch::nn::Module {
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
 
  private:
+  torch::Tensor attention_mask(const torch::Tensor& key_padding, int64_t T) const;
   int64_t n_head_, n_embd_;
-  bool causal_;
+  bool causal_, recompute_;
   double dropout_;
   torch::Tensor causal_bias_;  // [block, block]: 0 on and below the diagonal, -inf above
 };
@@ -50,6 +53,7 @@ class MlpImpl : public torch::nn::Module {
 
  private:
   double dropout_;
+  bool recompute_;
 };
 TORCH_MODULE(Mlp);
 

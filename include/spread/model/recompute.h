@@ -1,0 +1,24 @@
+#pragma once
+// Activation-lean pieces of the transformer (selective recomputation, as in Megatron-LM): each is one autograd
+// node that keeps only its small inputs and recomputes its largest intermediate in backward. Per block this
+// drops the [B*H, T, T] attention probabilities and the [B, T, 4C] GELU output from the saved activations
+// (~40% of a block's activation memory at block 256), for one extra QK^T, softmax and GELU in backward.
+// First-order gradients only (no double backward).
+#include <ATen/core/Tensor.h>
+
+namespace spread {
+
+// softmax(q k^T * scale + mask) for q, k = [B*H, T, D]: [B*H, T, T]. Plain autograd ops (the path used with
+// attention dropout, and by attention_core on both passes). mask as for attention_core.
+at::Tensor attention_probs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& mask, int64_t batch,
+                           double scale);
+
+// softmax(q k^T / sqrt(D) + mask) v for qkv = [3, B*H, T, D] (q, k, v stacked, contiguous) -> [B*H, T, D].
+// mask: additive float [1 | B, 1, T, T] (0 = attend, -inf = masked), or undefined for none. batch = B.
+// Rows that are fully masked give NaN, as the unfused softmax does.
+at::Tensor attention_core(const at::Tensor& qkv, const at::Tensor& mask, int64_t batch);
+
+// linear(gelu(h), weight, bias), with bias possibly undefined; the GELU (exact, erf) output is not kept.
+at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias);
+
+}  // namespace spread

@@ -1,0 +1,94 @@
+#include "spread/model/recompute.h"
+
+#include <ATen/ATen.h>
+#include <torch/autograd.h>
+
+#include <cmath>
+
+namespace spread {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+struct AttentionCore : torch::autograd::Function<AttentionCore> {
+  // mask and bias are optionals: LibTorch's custom functions take an undefined input only that way.
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qkv, const c10::optional<at::Tensor>& mask,
+                            int64_t batch) {
+    const double scale = 1.0 / std::sqrt(double(qkv.size(-1)));
+    const at::Tensor m = mask.value_or(at::Tensor());
+    auto probs = attention_probs(qkv[0], qkv[1], m, batch, scale);
+    ctx->save_for_backward({qkv});
+    if (m.defined()) ctx->saved_data["mask"] = m;  // a constant: no gradient, no version check needed
+    ctx->saved_data["batch"] = batch;
+    return at::bmm(probs, qkv[2]);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const at::Tensor& qkv = saved[0];
+    const int64_t batch = ctx->saved_data["batch"].toInt();
+    const double scale = 1.0 / std::sqrt(double(qkv.size(-1)));
+    auto q = qkv[0], k = qkv[1], v = qkv[2];
+    const auto mask = ctx->saved_data.find("mask");
+    auto probs = attention_probs(q, k, mask == ctx->saved_data.end() ? at::Tensor() : mask->second.toTensor(), batch,
+                                 scale);
+    auto grad_y = grads[0].contiguous();
+    auto grad_qkv = at::empty_like(qkv);
+    auto grad_q = grad_qkv.select(0, 0), grad_k = grad_qkv.select(0, 1), grad_v = grad_qkv.select(0, 2);
+    at::bmm_out(grad_v, probs.transpose(1, 2), grad_y);
+    auto grad_probs = at::bmm(grad_y, v.transpose(1, 2));
+    // d scores, with the 1/sqrt(D) of the forward folded in once
+    auto grad_scores = at::_softmax_backward_data(grad_probs, probs, -1, probs.scalar_type()).mul_(scale);
+    at::bmm_out(grad_q, grad_scores, k);
+    at::bmm_out(grad_k, grad_scores.transpose(1, 2), q);
+    return {grad_qkv, at::Tensor(), at::Tensor()};
+  }
+};
+
+struct GeluLinear : torch::autograd::Function<GeluLinear> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& h, const at::Tensor& weight,
+                            const c10::optional<at::Tensor>& bias) {
+    const at::Tensor b = bias.value_or(at::Tensor());
+    ctx->save_for_backward({h, weight});
+    ctx->saved_data["has_bias"] = b.defined();
+    return at::linear(at::gelu(h), weight, b);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const at::Tensor &h = saved[0], &weight = saved[1];
+    const int64_t n_in = weight.size(1), n_out = weight.size(0);
+    auto grad_out = grads[0].reshape({-1, n_out});
+    auto grad_weight = grad_out.t().mm(at::gelu(h).reshape({-1, n_in}));
+    at::Tensor grad_bias = ctx->saved_data["has_bias"].toBool() ? grad_out.sum(0) : at::Tensor();
+    auto grad_h = at::gelu_backward(grad_out.mm(weight).view(h.sizes()), h);
+    return {grad_h, grad_weight, grad_bias};
+  }
+};
+
+}  // namespace
+
+at::Tensor attention_probs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& mask, int64_t batch,
+                           double scale) {
+  const int64_t BH = q.size(0), T = q.size(1);
+  auto kt = k.transpose(1, 2);
+  at::Tensor scores;
+  if (mask.defined() && mask.size(0) == 1) {
+    scores = at::baddbmm(mask.select(0, 0).select(0, 0).expand({BH, T, T}), q, kt, 1.0, scale);
+  } else {
+    scores = at::bmm(q, kt).mul_(scale);
+    if (mask.defined()) scores.view({batch, BH / batch, T, T}).add_(mask);
+  }
+  return at::_softmax(scores, -1, false);
+}
+
+at::Tensor attention_core(const at::Tensor& qkv, const at::Tensor& mask, int64_t batch) {
+  return AttentionCore::apply(qkv, mask.defined() ? c10::optional<at::Tensor>(mask) : c10::nullopt, batch);
+}
+
+at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias) {
+  return GeluLinear::apply(h, weight, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);
+}
+
+}  // namespace spread
