@@ -48,9 +48,22 @@ PY
 printf '%-28s %10s %6s %9s\n' "case" "tokens/s" "MFU%" "RSS MiB"
 report() { read -r tps mfu rss <<<"$2"; printf '%-28s %10s %6s %9s\n' "$1" "$tps" "$mfu" "$rss"; }
 report "A" "$(measure a "${shape_a[@]}")"
-report "B" "$(measure b "${shape_b[@]}")"
-report "B + dispersion (last)" "$(measure b_disp "${shape_b[@]}" --set loss.dispersion.enabled=true)"
-report "B + dispersion (all)" "$(measure b_disp_all "${shape_b[@]}" --set loss.dispersion.enabled=true --set loss.dispersion.layers=all)"
+# B with and without dispersion alternate (ROUNDS times), so that the cost ratio is not a drift of the machine.
+disp_last=(--set loss.dispersion.enabled=true)
+disp_all=(--set loss.dispersion.enabled=true --set loss.dispersion.layers=all)
+declare -a tps_b tps_last tps_all
+for round in $(seq "${ROUNDS:-2}"); do
+  r=$(measure "b$round" "${shape_b[@]}"); report "B" "$r"; tps_b+=("${r%% *}")
+  r=$(measure "b_disp$round" "${shape_b[@]}" "${disp_last[@]}"); report "B + dispersion (last)" "$r"; tps_last+=("${r%% *}")
+  r=$(measure "b_disp_all$round" "${shape_b[@]}" "${disp_all[@]}"); report "B + dispersion (all)" "$r"; tps_all+=("${r%% *}")
+done
+python3 - "${tps_b[*]}" "${tps_last[*]}" "${tps_all[*]}" <<'PY'
+import sys
+b, last, every = ([float(x) for x in a.split()] for a in sys.argv[1:])
+for name, t in (("last", last), ("all", every)):
+    print(f"dispersion ({name}) step-time cost: " + ", ".join(f"{100 * (x / y - 1):+.1f}%" for x, y in zip(b, t))
+          + f" per round; {100 * (sum(b) / sum(t) - 1):+.1f}% overall")
+PY
 if [[ "${THREADS_SWEEP:-0}" == 1 ]]; then
   for t in 1 2; do report "A threads=$t/$t" "$(measure a_t$t "${shape_a[@]}" --set run.threads=$t)"; done
 fi
