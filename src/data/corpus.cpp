@@ -5,16 +5,15 @@
 
 #include "spread/data/wordnet.h"
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace spread {
 namespace {
 
 std::string read_text_file(const std::string& path, const std::string& recipe_file) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw user_error(recipe_file, 0, "data.path", "cannot read '" + path + "'", "check the path");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
+  auto bytes = read_whole_file(path);
+  if (!bytes) throw user_error(recipe_file, 0, "data.path", "cannot read '" + path + "'", "check the path");
+  std::string text = std::move(*bytes);
   if (text.empty()) throw user_error(recipe_file, 0, "data.path", "'" + path + "' is empty");
   return text;
 }

@@ -21,6 +21,7 @@
 #include "spread/data/sp_shim.h"
 #include "spread/data/tokenizer.h"
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace spread {
 namespace fs = std::filesystem;
@@ -316,11 +317,9 @@ class SentencePieceTokenizer final : public Tokenizer {
 };
 
 std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw user_error(path, 0, "", "cannot read the sentencepiece model", "check the path");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  auto bytes = read_whole_file(path);
+  if (!bytes) throw user_error(path, 0, "", "cannot read the sentencepiece model", "check the path");
+  return *bytes;
 }
 
 // The training text as sentencepiece reads it: one sentence per line, none longer than kMaxLineBytes (cut at

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace spread {
 namespace fs = std::filesystem;
@@ -99,11 +100,9 @@ std::string describe(char32_t cp) {
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw user_error(path, 0, "", "cannot read the tokenizer file", "is the run directory complete?");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  auto bytes = read_whole_file(path);
+  if (!bytes) throw user_error(path, 0, "", "cannot read the tokenizer file", "is the run directory complete?");
+  return *bytes;
 }
 
 nlohmann::json parse_json(const std::string& path) {

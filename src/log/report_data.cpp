@@ -17,6 +17,7 @@
 #include <toml++/toml.h>
 
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace fs = std::filesystem;
 
@@ -105,12 +106,7 @@ void note_skipped(Metrics& m, std::size_t line_number) {
   if (m.skipped_line_numbers.size() < kSkippedLinesRemembered) m.skipped_line_numbers.push_back(line_number);
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+std::string read_file(const fs::path& p) { return read_whole_file(p.string()).value_or(""); }
 
 std::string run_name(const std::string& dir) {
   fs::path p = fs::absolute(fs::path(dir)).lexically_normal();
