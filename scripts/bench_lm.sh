@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 data="${1:-../shared/data/tinyshakespeare/input.txt}"
 [[ -f "$data" ]] || { echo "no data file $data (pass one as the first argument)"; exit 2; }
-scripts/build.sh --target spread bench_matmul >/dev/null
+scripts/build.sh --target spread bench_matmul bench_step >/dev/null
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
@@ -48,22 +48,14 @@ PY
 printf '%-28s %10s %6s %9s\n' "case" "tokens/s" "MFU%" "RSS MiB"
 report() { read -r tps mfu rss <<<"$2"; printf '%-28s %10s %6s %9s\n' "$1" "$tps" "$mfu" "$rss"; }
 report "A" "$(measure a "${shape_a[@]}")"
-# B with and without dispersion alternate (ROUNDS times), so that the cost ratio is not a drift of the machine.
-disp_last=(--set loss.dispersion.enabled=true)
-disp_all=(--set loss.dispersion.enabled=true --set loss.dispersion.layers=all)
-declare -a tps_b tps_last tps_all
-for round in $(seq "${ROUNDS:-2}"); do
-  r=$(measure "b$round" "${shape_b[@]}"); report "B" "$r"; tps_b+=("${r%% *}")
-  r=$(measure "b_disp$round" "${shape_b[@]}" "${disp_last[@]}"); report "B + dispersion (last)" "$r"; tps_last+=("${r%% *}")
-  r=$(measure "b_disp_all$round" "${shape_b[@]}" "${disp_all[@]}"); report "B + dispersion (all)" "$r"; tps_all+=("${r%% *}")
-done
-python3 - "${tps_b[*]}" "${tps_last[*]}" "${tps_all[*]}" <<'PY'
-import sys
-b, last, every = ([float(x) for x in a.split()] for a in sys.argv[1:])
-for name, t in (("last", last), ("all", every)):
-    print(f"dispersion ({name}) step-time cost: " + ", ".join(f"{100 * (x / y - 1):+.1f}%" for x, y in zip(b, t))
-          + f" per round; {100 * (sum(b) / sum(t) - 1):+.1f}% overall")
-PY
+report "B" "$(measure b "${shape_b[@]}")"
+# The cost of dispersion is measured in one process (bench_step): separate runs differ by the machine's drift
+# (±4% between two 40 s runs here), more than the cost itself; alternating steps in one process cancels it.
+bench_step=(build/bench_step recipes/shakespeare_char.toml "${common[@]}" "${shape_b[@]}" --pairs "${PAIRS:-16}"
+            --with loss.dispersion.enabled=true)
+cost() { "${bench_step[@]}" "$@" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read().splitlines()[-1])["cost_pct"])'; }
+echo "dispersion (last layer) step-time cost on B: $(cost)% (median of per-pair ratios, ${PAIRS:-16} alternating pairs)"
+echo "dispersion (all layers) step-time cost on B: $(cost --with loss.dispersion.layers=all)%"
 if [[ "${THREADS_SWEEP:-0}" == 1 ]]; then
   for t in 1 2; do report "A threads=$t/$t" "$(measure a_t$t "${shape_a[@]}" --set run.threads=$t)"; done
 fi

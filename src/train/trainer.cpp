@@ -24,6 +24,7 @@
 #include "spread/train/optimizer.h"
 #include "spread/train/schedule.h"
 #include "spread/train/setup.h"
+#include "spread/train/step.h"
 #include "spread/util/error.h"
 
 namespace fs = std::filesystem;
@@ -66,22 +67,6 @@ struct Run {
   int64_t step = 0;  // optimizer steps completed
   double elapsed_s = 0;  // training time summed over sessions (resumes)
 };
-
-std::vector<NamedParam> named_params(Transformer& model) {
-  std::vector<NamedParam> out;
-  for (auto& item : model->named_parameters()) out.push_back({item.key(), item.value()});
-  return out;
-}
-
-void build_optimizer(Run& run) {
-  std::vector<torch::Tensor> decay, no_decay;
-  split_decay_groups(named_params(run.model), decay, no_decay);
-  const auto& t = run.recipe.train;
-  AdamWOptions o{t.lr, t.beta1, t.beta2, t.eps, t.weight_decay};
-  run.optimizer.add_group("decay", decay, o);
-  o.weight_decay = 0.0;
-  run.optimizer.add_group("no_decay", no_decay, o);
-}
 
 Checkpoint make_checkpoint(const Run& run) {
   Checkpoint c;
@@ -151,37 +136,10 @@ std::vector<Batch> fixed_batches(const TokenFile& tokens, int64_t block, int64_t
 
 bool due(int64_t every, int64_t step, int64_t last) { return every > 0 && (step % every == 0 || step == last); }
 
-struct StepResult {
-  double loss = 0;
-  std::vector<std::pair<std::string, double>> parts;
-  double grad_norm = 0;
-  bool finite = true;
-};
-
 StepResult train_step(Run& run, const WindowSampler& sampler) {
-  const auto& t = run.recipe.train;
-  run.optimizer.set_lr(run.schedule.at(run.step));
-  run.optimizer.zero_grad();
-  StepResult r;
-  for (int64_t micro = 0; micro < t.grad_accum; ++micro) {
-    Batch b = sampler.sample(t.batch_size, uint64_t(run.step), uint64_t(micro));
-    if (!run.device.is_cpu()) b = {b.x.to(run.device), b.y.to(run.device)};
-    auto out = run.model->forward(b.x, run.objective.needs_hidden(), run.objective.needs_logits());
-    LossValue v = run.objective.compute({out, b, splitmix64(uint64_t(run.step) * 131 + uint64_t(micro))});
-    (t.grad_accum == 1 ? v.total : v.total / double(t.grad_accum)).backward();
-    r.loss += v.total.item<double>() / double(t.grad_accum);
-    if (r.parts.empty()) r.parts.assign(v.parts.size(), {"", 0.0});
-    for (size_t i = 0; i < v.parts.size(); ++i) {
-      r.parts[i].first = v.parts[i].first;
-      r.parts[i].second += v.parts[i].second / double(t.grad_accum);
-    }
-  }
-  r.grad_norm = run.optimizer.grad_norm();
-  r.finite = std::isfinite(r.loss) && std::isfinite(r.grad_norm);
-  if (!r.finite) return r;  // the caller skips the update
-  double scale = (t.grad_clip > 0 && r.grad_norm > t.grad_clip) ? t.grad_clip / (r.grad_norm + 1e-6) : 1.0;
-  run.optimizer.step(scale);
-  ++run.step;
+  StepInputs in{run.model, run.optimizer, run.objective, sampler, run.recipe.train, run.device};
+  StepResult r = optimizer_step(in, run.step, run.schedule.at(run.step));
+  if (r.finite) ++run.step;  // the caller skips the update otherwise
   return r;
 }
 
@@ -236,7 +194,7 @@ int train(const Recipe& recipe, TrainStart start) {
   torch::manual_seed(uint64_t(recipe.run.seed));
   run.model = Transformer(model_config(recipe, run.data.tokenizer->vocab_size()));
   run.model->to(run.device);
-  build_optimizer(run);  // after .to(): the flat buffers live on the device
+  add_adamw_groups(run.optimizer, run.model, recipe.train);  // after .to(): the flat buffers live on the device
   run.objective = make_objective(recipe);
   const auto& t = recipe.train;
   run.schedule = {t.lr, t.min_lr, t.warmup_steps, t.max_steps};

@@ -1,0 +1,129 @@
+// Step-time cost of a change to the objective, measured in one process: the same model and optimizer take
+// training steps under objective A (RECIPE with --set) and objective B (the same plus --with), alternating
+// A B B A A B ... so that the machine's drift (±15% over minutes here) cancels instead of landing on one side.
+// Prints the median step time of each and the cost of B over A (median of the per-pair ratios), then one JSON line.
+//   bench_step RECIPE [--set k=v ...] --with loss.dispersion.enabled=true [--pairs 16] [--warmup 2]
+// --with may only change the objective (the model, data and batch must stay the same), so that B - A is its cost.
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cxxopts.hpp>
+#include <filesystem>
+#include <iostream>
+
+#include "spread/runtime/allocator.h"
+#include "spread/runtime/blas.h"
+#include "spread/train/setup.h"
+#include "spread/train/step.h"
+#include "spread/util/error.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void require_same_model(const spread::Recipe& a, const spread::Recipe& b) {
+  const auto& x = a.model;
+  const auto& y = b.model;
+  bool same = x.n_layer == y.n_layer && x.n_head == y.n_head && x.n_embd == y.n_embd &&
+              x.block_size == y.block_size && x.dropout == y.dropout && x.recompute == y.recompute &&
+              a.train.batch_size == b.train.batch_size && a.train.grad_accum == b.train.grad_accum;
+  if (!same) throw spread::UserError("bench_step: --with must change only the objective ([loss.*]), not the model "
+                                     "or the batch");
+}
+
+struct Timer {
+  spread::StepInputs in;
+  int64_t step = 0;
+  double lr;
+  double seconds() {
+    auto t0 = std::chrono::steady_clock::now();
+    spread::optimizer_step(in, step++, lr);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+};
+
+int run(int argc, char** argv) {
+  cxxopts::Options options("bench_step", "step-time cost of objective B (--with) over A, alternating in one process");
+  options.add_options()("recipe", "recipe file", cxxopts::value<std::string>())(
+      "set", "override for both", cxxopts::value<std::vector<std::string>>()->default_value({}))(
+      "with", "override for B only", cxxopts::value<std::vector<std::string>>()->default_value({}))(
+      "pairs", "timed A/B pairs", cxxopts::value<int64_t>()->default_value("16"))(
+      "warmup", "untimed steps of each first", cxxopts::value<int64_t>()->default_value("2"))("h,help", "help");
+  options.parse_positional({"recipe"});
+  auto args = options.parse(argc, argv);
+  if (args.count("help") || !args.count("recipe") || !args.count("with")) {
+    std::cout << options.help() << "\n";
+    return args.count("help") ? 0 : 2;
+  }
+  auto sets = args["set"].as<std::vector<std::string>>();
+  auto with = sets;
+  for (const auto& w : args["with"].as<std::vector<std::string>>()) with.push_back(w);
+  const auto path = args["recipe"].as<std::string>();
+  spread::Recipe ra = spread::load_recipe(path, sets), rb = spread::load_recipe(path, with);
+  require_same_model(ra, rb);
+
+  auto plan = spread::apply_threads(ra.run.threads);
+  fs::path dir = fs::temp_directory_path() / fmt::format("spread_bench_step_{}", ::getpid());
+  fs::create_directories(dir);
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() { fs::remove_all(p); }
+  } cleanup{dir};
+  auto data = spread::prepare_data(ra, dir.string(), [](const std::string&) {});
+
+  torch::manual_seed(uint64_t(ra.run.seed));
+  spread::Transformer model(spread::model_config(ra, data.tokenizer->vocab_size()));
+  const torch::Device device = spread::recipe_device(ra);
+  model->to(device);
+  model->train();
+  spread::FlatAdamW optimizer;
+  spread::add_adamw_groups(optimizer, model, ra.train);
+  spread::Objective oa = spread::make_objective(ra), ob = spread::make_objective(rb);
+  spread::WindowSampler sampler(*data.train, ra.model.block_size, uint64_t(ra.run.seed));
+  // One model and one optimizer: both objectives train the same weights, as in a run that switched terms on.
+  Timer a{{model, optimizer, oa, sampler, ra.train, device}, 0, ra.train.lr};
+  Timer b{{model, optimizer, ob, sampler, rb.train, device}, 0, rb.train.lr};
+
+  const int64_t pairs = args["pairs"].as<int64_t>();
+  for (int64_t i = 0; i < args["warmup"].as<int64_t>(); ++i) a.seconds(), b.seconds();
+  std::vector<double> ta, tb, ratio;
+  for (int64_t i = 0; i < pairs; ++i) {
+    double x, y;
+    if (i % 2 == 0) x = a.seconds(), y = b.seconds();
+    else y = b.seconds(), x = a.seconds();
+    ta.push_back(x), tb.push_back(y), ratio.push_back(y / x);
+    fmt::print("pair {:>3}/{}: A {:.1f} ms, B {:.1f} ms, B/A {:.3f}\n", i + 1, pairs, 1e3 * x, 1e3 * y, y / x);
+  }
+  const double tokens = double(ra.train.batch_size * ra.train.grad_accum * ra.model.block_size);
+  const double cost = 100.0 * (median(ratio) - 1.0);
+  fmt::print("A {:.1f} ms/step ({:.0f} tokens/s), B {:.1f} ms/step ({:.0f} tokens/s); cost of B: {:+.2f}% "
+             "(median of {} alternating pairs; threads LibTorch {}, BLAS {})\n",
+             1e3 * median(ta), tokens / median(ta), 1e3 * median(tb), tokens / median(tb), cost, pairs,
+             plan.intra_op, plan.blas);
+  fmt::print("{{\"a_ms\": {:.2f}, \"b_ms\": {:.2f}, \"cost_pct\": {:.3f}, \"pairs\": {}}}\n", 1e3 * median(ta),
+             1e3 * median(tb), cost, pairs);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spread::select_blas_core(argv);  // as the trainer does: the right OpenBLAS kernels and thread split
+  spread::tune_allocator();
+  try {
+    return run(argc, argv);
+  } catch (const spread::UserError& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  } catch (const cxxopts::exceptions::exception& e) {
+    std::cerr << "bench_step: " << e.what() << "\n";
+    return 2;
+  }
+}
