@@ -15,7 +15,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 peak=$(build/bench_matmul | python3 -c 'import json,sys; print(json.load(sys.stdin)["matmul_peak_gflops"])')
-echo "matmul peak: ${peak} GFLOP/s ($(build/bench_matmul | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["blas"], d["core"], d["origin"])'))"
+echo "matmul peak: ${peak} GFLOP/s ($(build/bench_matmul | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["blas"], d["threading"], d["core"], d["origin"])'))"
 
 common=(--set run.out_dir="$out" --set data.source=text --set data.path="$data" --set tokenizer.kind=char
         --set train.eval_every=0 --set train.ckpt_every=0 --set train.log_every=5 --set model.dropout=0.0

@@ -37,9 +37,10 @@ struct AttentionCore : torch::autograd::Function<AttentionCore> {
     auto grad_qkv = at::empty_like(qkv);
     auto grad_q = grad_qkv.select(0, 0), grad_k = grad_qkv.select(0, 1), grad_v = grad_qkv.select(0, 2);
     at::bmm_out(grad_v, probs.transpose(1, 2), grad_y);
-    auto grad_probs = at::bmm(grad_y, v.transpose(1, 2));
-    // d scores, with the 1/sqrt(D) of the forward folded in once
-    auto grad_scores = at::_softmax_backward_data(grad_probs, probs, -1, probs.scalar_type()).mul_(scale);
+    // The forward's 1/sqrt(D) is folded into v here (softmax's backward is linear in its incoming gradient): one
+    // pass over [B*H, T, D] instead of one over the T/D times larger [B*H, T, T] scores.
+    auto grad_probs = at::bmm(grad_y, (v * scale).transpose(1, 2));
+    auto grad_scores = at::_softmax_backward_data(grad_probs, probs, -1, probs.scalar_type());
     at::bmm_out(grad_q, grad_scores, k);
     at::bmm_out(grad_k, grad_scores.transpose(1, 2), q);
     return {grad_qkv, at::Tensor(), at::Tensor()};
@@ -77,7 +78,7 @@ at::Tensor attention_probs(const at::Tensor& q, const at::Tensor& k, const at::T
   if (mask.defined() && mask.size(0) == 1) {
     scores = at::baddbmm(mask.select(0, 0).select(0, 0).expand({BH, T, T}), q, kt, 1.0, scale);
   } else {
-    scores = at::bmm(q, kt).mul_(scale);
+    scores = at::bmm(q * scale, kt);  // scaling q is a pass T/D times smaller than scaling the scores
     if (mask.defined()) scores.view({batch, BH / batch, T, T}).add_(mask);
   }
   return at::_softmax(scores, -1, false);

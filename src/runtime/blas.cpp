@@ -45,6 +45,17 @@ std::string better_core(const std::string& detected) {
   return "";
 }
 
+// How the loaded OpenBLAS runs its threads ("" when OpenBLAS is not the BLAS).
+std::string threading_name() {
+  auto parallel = openblas_symbol<int (*)()>("openblas_get_parallel");
+  if (!parallel) return "";
+  switch (parallel()) {
+    case 0: return "sequential";
+    case 2: return "openmp";
+    default: return "pthread";
+  }
+}
+
 }  // namespace
 
 void select_blas_core(char** argv) {
@@ -71,6 +82,7 @@ BlasInfo blas_info() {
   info.config = config();
   info.core = detected_core();
   if (auto threads = openblas_symbol<int (*)()>("openblas_get_num_threads")) info.blas_threads = threads();
+  info.threading = threading_name();
   const char* opt = std::getenv("SPREAD_BLAS_AUTO");
   if (std::getenv("SPREAD_BLAS_REEXEC")) info.coretype_origin = "spread (auto)";
   else if (std::getenv("OPENBLAS_CORETYPE")) info.coretype_origin = "environment";
@@ -83,6 +95,7 @@ ThreadPlan apply_threads(int64_t requested) {
   int cores = int(std::max(1u, std::thread::hardware_concurrency()));
   ThreadPlan plan;
   if (requested > 0) plan = {int(requested), int(requested)};
+  else if (threading_name() == "openmp") plan = {cores, cores};
   else plan = {1, cores};
   at::set_num_threads(plan.intra_op);
   if (auto set = openblas_symbol<void (*)(int)>("openblas_set_num_threads")) set(plan.blas);

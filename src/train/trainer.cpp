@@ -107,6 +107,7 @@ void restore_checkpoint(Run& run, const Checkpoint& c, const std::string& source
 
 void write_run_info(const Run& run, const BlasInfo& blas, const ThreadPlan& threads) {
   nlohmann::json info = {{"blas", blas.library},         {"blas_core", blas.core},
+                         {"blas_threading", blas.threading},
                          {"blas_config", blas.config},   {"blas_coretype_origin", blas.coretype_origin},
                          {"intra_op_threads", threads.intra_op}, {"blas_threads", threads.blas},
                          {"allocator", allocator_info()},
@@ -120,8 +121,9 @@ void print_header(const Run& run, const BlasInfo& blas, const ThreadPlan& thread
   say(fmt::format("spread {} run '{}' in {}", resumed ? "resuming" : "starting", run.recipe.run.name, run.dir));
   say(fmt::format("model: {} layers, {} heads, width {}, block {}, vocab {}: {:.2f}M parameters", m.n_layer, m.n_head,
                   m.n_embd, m.block_size, run.data.tokenizer->vocab_size(), run.model->num_parameters() / 1e6));
-  say(fmt::format("BLAS: {} core {} ({}); threads: LibTorch {}, BLAS {}; device {}", blas.library,
-                  blas.core.empty() ? "?" : blas.core, blas.coretype_origin, threads.intra_op, threads.blas,
+  say(fmt::format("BLAS: {} ({}) core {} ({}); threads: LibTorch {}, BLAS {}; device {}", blas.library,
+                  blas.threading.empty() ? "?" : blas.threading, blas.core.empty() ? "?" : blas.core,
+                  blas.coretype_origin, threads.intra_op, threads.blas,
                   run.device.str()));
   say("allocator: " + allocator_info());
 }

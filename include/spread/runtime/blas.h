@@ -18,6 +18,7 @@ struct BlasInfo {
   std::string config;               // openblas_get_config()
   std::string core;                 // openblas_get_corename()
   std::string coretype_origin;      // "environment", "spread (auto)", "opted out", "OpenBLAS detection"
+  std::string threading;            // "openmp", "pthread" or "sequential" (openblas_get_parallel())
   int blas_threads = 0;
 };
 BlasInfo blas_info();
@@ -26,8 +27,10 @@ struct ThreadPlan {
   int intra_op = 1;  // LibTorch intra-op threads
   int blas = 1;      // OpenBLAS threads
 };
-// requested = 0: the default measured fastest on 2 cores (scripts/bench_lm.sh): LibTorch's own kernels on one
-// thread, OpenBLAS on all cores, so the two pools never compete. requested = N: both pools get N.
+// requested = 0: the default measured fastest on 2 cores (scripts/bench_lm.sh). With OpenBLAS on OpenMP (one
+// libgomp pool for LibTorch and OpenBLAS; see CMakeLists.txt) both use all cores. With OpenBLAS's own pthreads,
+// LibTorch's kernels run on one thread and OpenBLAS on all cores: two pools on the same cores made steps
+// 1.7-2.6x slower. requested = N: both get N.
 ThreadPlan apply_threads(int64_t requested);
 
 }  // namespace spread

@@ -1,0 +1,44 @@
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "spread/runtime/blas.h"
+
+namespace {
+
+// Restores LibTorch's thread count for the tests that follow in this process (ctest runs each test alone).
+struct ThreadsGuard {
+  int torch_threads = at::get_num_threads();
+  ~ThreadsGuard() { at::set_num_threads(torch_threads); }
+};
+
+}  // namespace
+
+TEST(Blas, LoadsTheOpenMpBuildOfOpenBlasWhenBuiltForIt) {
+  const auto info = spread::blas_info();
+#if SPREAD_EXPECT_OPENBLAS_OPENMP
+  // CMake found Debian's OpenMP build and set the RPATH: the process must have loaded it, not the system's choice.
+  EXPECT_EQ(info.library, "OpenBLAS");
+  EXPECT_EQ(info.threading, "openmp");
+#else
+  if (info.library == "OpenBLAS") EXPECT_TRUE(info.threading == "pthread" || info.threading == "sequential" ||
+                                              info.threading == "openmp") << info.threading;
+#endif
+}
+
+TEST(Blas, DefaultThreadPlanNeverRunsTwoPoolsOnTheSameCores) {
+  ThreadsGuard guard;
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  const auto plan = spread::apply_threads(0);
+  EXPECT_EQ(at::get_num_threads(), plan.intra_op);
+  EXPECT_EQ(plan.blas, cores);
+  if (spread::blas_info().threading == "openmp") EXPECT_EQ(plan.intra_op, cores);  // one shared libgomp pool
+  else EXPECT_EQ(plan.intra_op, 1);                                                  // OpenBLAS's own pthreads
+  if (spread::blas_info().library == "OpenBLAS") EXPECT_EQ(spread::blas_info().blas_threads, cores);
+
+  const auto three = spread::apply_threads(3);
+  EXPECT_EQ(three.intra_op, 3);
+  EXPECT_EQ(three.blas, 3);
+  EXPECT_EQ(at::get_num_threads(), 3);
+}
