@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""The reference for scripts/bench_lm.sh: nanoGPT's model and training step (PyTorch eager, as Karpathy's
+model.py and train.py run on a CPU: manual causal attention, AdamW with decay/no-decay groups, clipping at 1.0,
+dropout 0), timed on the same shapes, data and BLAS as spread, so the speed ratio comes from one run.
+Needs Debian's python3-torch (PyTorch 1.13, the version the issue's nanoGPT numbers were measured with).
+Prints one JSON line: {"tokens_per_s": median over windows of 5 steps after the first 5, "parameters": N}.
+    /usr/bin/python3 scripts/nanogpt_ref.py DATA --n-layer 6 --n-head 6 --n-embd 384 --block 256 --batch 8
+"""
+import argparse
+import json
+import math
+import statistics
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+
+def layer_norm(c, bias):
+    ln = nn.LayerNorm(c)
+    if not bias:
+        ln.bias = None
+    return ln
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, c, h, block, bias):
+        super().__init__()
+        self.c_attn = nn.Linear(c, 3 * c, bias=bias)
+        self.c_proj = nn.Linear(c, c, bias=bias)
+        self.attn_dropout, self.resid_dropout = nn.Dropout(0.0), nn.Dropout(0.0)
+        self.n_head, self.n_embd = h, c
+        self.register_buffer("mask", torch.tril(torch.ones(block, block)).view(1, 1, block, block))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float("-inf"))
+        att = self.attn_dropout(F.softmax(att, dim=-1))
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class Block(nn.Module):
+    def __init__(self, c, h, block, bias):
+        super().__init__()
+        self.ln_1, self.ln_2 = layer_norm(c, bias), layer_norm(c, bias)
+        self.attn = CausalSelfAttention(c, h, block, bias)
+        self.c_fc, self.c_proj = nn.Linear(c, 4 * c, bias=bias), nn.Linear(4 * c, c, bias=bias)
+        self.gelu, self.dropout = nn.GELU(), nn.Dropout(0.0)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.dropout(self.c_proj(self.gelu(self.c_fc(self.ln_2(x)))))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab, layers, c, h, block, bias):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, c), nn.Embedding(block, c)
+        self.drop = nn.Dropout(0.0)
+        self.h = nn.ModuleList([Block(c, h, block, bias) for _ in range(layers)])
+        self.ln_f = layer_norm(c, bias)
+        self.lm_head = nn.Linear(c, vocab, bias=False)
+        self.wte.weight = self.lm_head.weight  # tied, as nanoGPT
+        for m in self.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, 0.0, 0.02)
+
+    def forward(self, idx, targets):
+        pos = torch.arange(idx.size(1), dtype=torch.long)
+        x = self.drop(self.wte(idx) + self.wpe(pos))
+        for block in self.h:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("data")
+    p.add_argument("--n-layer", type=int, default=4)
+    p.add_argument("--n-head", type=int, default=4)
+    p.add_argument("--n-embd", type=int, default=128)
+    p.add_argument("--block", type=int, default=64)
+    p.add_argument("--batch", type=int, default=12)
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--bias", type=int, default=1, help="biases in Linear and LayerNorm (spread's default: 1)")
+    a = p.parse_args()
+
+    text = open(a.data, encoding="utf-8").read()
+    chars = sorted(set(text))
+    lut = {ch: i for i, ch in enumerate(chars)}
+    data = np.array([lut[ch] for ch in text[: int(0.9 * len(text))]], dtype=np.uint16)
+
+    torch.manual_seed(1337)
+    model = GPT(len(chars), a.n_layer, a.n_embd, a.n_head, a.block, bool(a.bias))
+    params = [q for q in model.parameters() if q.requires_grad]
+    groups = [{"params": [q for q in params if q.dim() >= 2], "weight_decay": 0.1},
+              {"params": [q for q in params if q.dim() < 2], "weight_decay": 0.0}]
+    optimizer = torch.optim.AdamW(groups, lr=1e-3, betas=(0.9, 0.99))
+
+    def get_batch():
+        ix = torch.randint(len(data) - a.block, (a.batch,))
+        x = torch.stack([torch.from_numpy(data[i:i + a.block].astype(np.int64)) for i in ix])
+        y = torch.stack([torch.from_numpy(data[i + 1:i + 1 + a.block].astype(np.int64)) for i in ix])
+        return x, y
+
+    model.train()
+    x, y = get_batch()
+    tokens_per_s, window_start = [], time.perf_counter()
+    for step in range(1, a.steps + 1):
+        loss = model(x, y)
+        x, y = get_batch()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        loss.item()
+        if step % 5 == 0:
+            now = time.perf_counter()
+            if step > 5:
+                tokens_per_s.append(5 * a.batch * a.block / (now - window_start))
+            window_start = now
+    n = sum(q.numel() for q in model.parameters()) - model.wpe.weight.numel()
+    print(json.dumps({"tokens_per_s": round(statistics.median(tokens_per_s), 1), "parameters": n,
+                      "torch": torch.__version__, "threads": torch.get_num_threads()}))
+
+
+if __name__ == "__main__":
+    main()
