@@ -38,7 +38,6 @@ SelfAttentionImpl::SelfAttentionImpl(const TransformerConfig& cfg)
   causal_bias_ = register_buffer("causal_bias", bias);
 }
 
-// Additive mask [1 | B, 1, T, T] (0 = attend, -inf = masked), or undefined when nothing is masked.
 torch::Tensor SelfAttentionImpl::attention_mask(const torch::Tensor& key_padding, int64_t T) const {
   torch::Tensor mask;
   if (causal_) mask = causal_bias_.narrow(0, 0, T).narrow(1, 0, T).unsqueeze(0).unsqueeze(0);
@@ -49,11 +48,10 @@ torch::Tensor SelfAttentionImpl::attention_mask(const torch::Tensor& key_padding
   return mask.defined() ? mask + pad : pad;
 }
 
-torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& key_padding) {
+torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
   const int64_t B = x.size(0), T = x.size(1), C = n_embd_, H = n_head_, D = C / H;
   // [B, T, 3, H, D] -> [3, B*H, T, D] in one copy, so q, k, v are contiguous [B*H, T, D] slices.
   auto qkvh = qkv->forward(x).view({B, T, 3, H, D}).permute({2, 0, 3, 1, 4}).contiguous().view({3, B * H, T, D});
-  auto mask = attention_mask(key_padding, T);
   const bool attention_dropout = dropout_ > 0 && is_training();
   torch::Tensor y;
   if (recompute_ && !attention_dropout) {
@@ -84,8 +82,8 @@ BlockImpl::BlockImpl(const TransformerConfig& cfg) {
   mlp = register_module("mlp", Mlp(cfg));
 }
 
-torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& key_padding) {
-  auto h = x + attn->forward(ln1->forward(x), key_padding);
+torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+  auto h = x + attn->forward(ln1->forward(x), mask);
   return h + mlp->forward(ln2->forward(h));
 }
 
@@ -124,8 +122,10 @@ TransformerOutput TransformerImpl::forward(const torch::Tensor& idx, bool want_h
   auto x = maybe_dropout(wte->forward(idx) + pos, cfg_.dropout, is_training());
   TransformerOutput out;
   if (want_hidden) out.hidden.push_back(x);
+  const auto mask =
+      blocks->is_empty() ? torch::Tensor() : blocks[0]->as<Block>()->attn->attention_mask(key_padding, T);
   for (const auto& block : *blocks) {
-    x = block->as<Block>()->forward(x, key_padding);
+    x = block->as<Block>()->forward(x, mask);
     if (want_hidden) out.hidden.push_back(x);
   }
   out.final_hidden = ln_f->forward(x);

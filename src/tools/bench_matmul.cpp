@@ -6,10 +6,12 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "spread/runtime/allocator.h"
 #include "spread/runtime/blas.h"
 
 int main(int argc, char** argv) {
   spread::select_blas_core(argv);
+  spread::tune_allocator();  // as `spread train` runs
   int64_t threads = argc > 1 ? std::atoll(argv[1]) : 0;
   auto plan = spread::apply_threads(threads);
   auto info = spread::blas_info();

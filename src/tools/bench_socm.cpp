@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "spread/diagnostics/socm.h"
+#include "spread/runtime/allocator.h"
 
 namespace {
 
@@ -52,6 +53,7 @@ std::vector<spread::SocmText> random_texts(int64_t count, int64_t min_tokens, in
 }  // namespace
 
 int main(int argc, char** argv) {
+  spread::tune_allocator();  // as `spread train` and `spread diagnose` run
   cxxopts::Options options("bench_socm", "SOCM over all pairs of random token lists: time, pairs/s, peak RSS.");
   options.add_options()
       ("texts", "number of texts", cxxopts::value<int64_t>()->default_value("1000"))

@@ -31,13 +31,16 @@ struct TransformerConfig {
 class SelfAttentionImpl : public torch::nn::Module {
  public:
   explicit SelfAttentionImpl(const TransformerConfig& cfg);
-  // x: [B, T, C]; key_padding: [B, T] bool (true = valid) or undefined.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& key_padding = {});
+  // x: [B, T, C]; mask: attention_mask(...) of this batch, or undefined when nothing is masked.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask = {});
+  // The additive mask [1 | B, 1, T, T] (0 = attend, -inf = masked) for key_padding ([B, T] bool, true = valid,
+  // or undefined) and this module's causality; undefined when nothing is masked. Built once per forward pass
+  // and shared by the layers.
+  torch::Tensor attention_mask(const torch::Tensor& key_padding, int64_t T) const;
 
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
 
  private:
-  torch::Tensor attention_mask(const torch::Tensor& key_padding, int64_t T) const;
   int64_t n_head_, n_embd_;
   bool causal_, recompute_;
   double dropout_;
@@ -60,7 +63,7 @@ TORCH_MODULE(Mlp);
 class BlockImpl : public torch::nn::Module {
  public:
   explicit BlockImpl(const TransformerConfig& cfg);
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& key_padding = {});
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask = {});  // mask as SelfAttention's
   torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
   SelfAttention attn{nullptr};
   Mlp mlp{nullptr};
