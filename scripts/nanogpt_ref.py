@@ -7,6 +7,7 @@ Prints one JSON line: {"tokens_per_s": median over windows of 5 steps after the 
     /usr/bin/python3 scripts/nanogpt_ref.py DATA --n-layer 6 --n-head 6 --n-embd 384 --block 256 --batch 8
 """
 import argparse
+import ctypes
 import json
 import math
 import statistics
@@ -40,10 +41,13 @@ class CausalSelfAttention(nn.Module):
         k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
         q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
         v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float("-inf"))
-        att = self.attn_dropout(F.softmax(att, dim=-1))
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        if hasattr(F, "scaled_dot_product_attention"):  # PyTorch >= 2.0: nanoGPT's "flash" path
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=0.0, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float("-inf"))
+            y = self.attn_dropout(F.softmax(att, dim=-1)) @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.resid_dropout(self.c_proj(y))
 
 
@@ -93,6 +97,8 @@ def main():
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--bias", type=int, default=1, help="biases in Linear and LayerNorm (spread's default: 1)")
     a = p.parse_args()
+    if a.steps < 10:
+        p.error("--steps must be at least 10 (the first window of 5 is warm-up)")
 
     text = open(a.data, encoding="utf-8").read()
     chars = sorted(set(text))
@@ -130,7 +136,19 @@ def main():
             window_start = now
     n = sum(q.numel() for q in model.parameters()) - model.wpe.weight.numel()
     print(json.dumps({"tokens_per_s": round(statistics.median(tokens_per_s), 1), "parameters": n,
-                      "torch": torch.__version__, "threads": torch.get_num_threads()}))
+                      "torch": torch.__version__, "threads": torch.get_num_threads(), **openblas_info()}))
+
+
+def openblas_info():
+    """The BLAS this process loaded (the system's choice among Debian's OpenBLAS builds)."""
+    try:
+        lib = ctypes.CDLL("libopenblas.so.0")  # the copy torch already loaded (same soname)
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        parallel = {0: "sequential", 1: "pthread", 2: "openmp"}.get(lib.openblas_get_parallel(), "?")
+        return {"blas": "OpenBLAS", "blas_threading": parallel, "blas_threads": lib.openblas_get_num_threads(),
+                "blas_core": lib.openblas_get_corename().decode()}
+    except (AttributeError, OSError):
+        return {"blas": "unknown"}
 
 
 if __name__ == "__main__":

@@ -95,9 +95,10 @@ ThreadPlan apply_threads(int64_t requested) {
   int cores = int(std::max(1u, std::thread::hardware_concurrency()));
   ThreadPlan plan;
   if (requested > 0) plan = {int(requested), int(requested)};
-  else if (threading_name() == "openmp") plan = {cores, cores};
-  else plan = {1, cores};
+  else if (threading_name() == "pthread") plan = {1, cores};
+  else plan = {cores, cores};
   at::set_num_threads(plan.intra_op);
+  // With OpenMP OpenBLAS this also sets the shared pool (omp_set_num_threads), so both numbers must agree there.
   if (auto set = openblas_symbol<void (*)(int)>("openblas_set_num_threads")) set(plan.blas);
   return plan;
 }

@@ -27,8 +27,8 @@ int main(int argc, char** argv) {
       best = std::max(best, 2.0 * double(n * n * n) / s / 1e9);
     }
   }
-  fmt::print("{{\"matmul_peak_gflops\": {:.1f}, \"blas\": \"{}\", \"threading\": \"{}\", \"core\": \"{}\", \"origin\": \"{}\", "
-             "\"intra_op_threads\": {}, \"blas_threads\": {}}}\n",
+  fmt::print("{{\"matmul_peak_gflops\": {:.1f}, \"blas\": \"{}\", \"threading\": \"{}\", \"core\": \"{}\", "
+             "\"origin\": \"{}\", \"intra_op_threads\": {}, \"blas_threads\": {}}}\n",
              best, info.library, info.threading, info.core, info.coretype_origin, plan.intra_op, plan.blas);
   return 0;
 }

@@ -1,11 +1,12 @@
 // Step-time cost of a change to the objective, measured in one process: the same model and optimizer take
 // training steps under objective A (RECIPE with --set) and objective B (the same plus --with), alternating
-// A B B A A B ... so that the machine's drift (±15% over minutes here) cancels instead of landing on one side.
+// A B B A A B ... so that the machine's drift (±15% within minutes here) cancels instead of landing on one side.
 // Prints the median step time of each and the cost of B over A (median of the per-pair ratios), then one JSON line.
 //   bench_step RECIPE [--set k=v ...] --with loss.dispersion.enabled=true [--pairs 16] [--warmup 2]
 // --with may only change the objective (the model, data and batch must stay the same), so that B - A is its cost.
 #include <fmt/format.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -28,14 +29,12 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-void require_same_model(const spread::Recipe& a, const spread::Recipe& b) {
-  const auto& x = a.model;
-  const auto& y = b.model;
-  bool same = x.n_layer == y.n_layer && x.n_head == y.n_head && x.n_embd == y.n_embd &&
-              x.block_size == y.block_size && x.dropout == y.dropout && x.recompute == y.recompute &&
-              a.train.batch_size == b.train.batch_size && a.train.grad_accum == b.train.grad_accum;
-  if (!same) throw spread::UserError("bench_step: --with must change only the objective ([loss.*]), not the model "
-                                     "or the batch");
+// B - A is the objective's cost only if nothing but [loss.*] differs (the model, data and optimizer are A's).
+void require_same_apart_from_loss(const spread::Recipe& a, spread::Recipe b) {
+  b.loss = a.loss;
+  if (spread::recipe_to_toml(a) != spread::recipe_to_toml(b))
+    throw spread::UserError("bench_step: --with may change only [loss.*] keys (the objective), not the model, data, "
+                            "run or training settings");
 }
 
 struct Timer {
@@ -49,7 +48,12 @@ struct Timer {
   }
 };
 
-int run(int argc, char** argv) {
+struct Args {
+  spread::Recipe a, b;
+  int64_t pairs = 16, warmup = 2;
+};
+
+Args parse(int argc, char** argv) {
   cxxopts::Options options("bench_step", "step-time cost of objective B (--with) over A, alternating in one process");
   options.add_options()("recipe", "recipe file", cxxopts::value<std::string>())(
       "set", "override for both", cxxopts::value<std::vector<std::string>>()->default_value({}))(
@@ -58,17 +62,37 @@ int run(int argc, char** argv) {
       "warmup", "untimed steps of each first", cxxopts::value<int64_t>()->default_value("2"))("h,help", "help");
   options.parse_positional({"recipe"});
   auto args = options.parse(argc, argv);
-  if (args.count("help") || !args.count("recipe") || !args.count("with")) {
+  if (args.count("help")) {
     std::cout << options.help() << "\n";
-    return args.count("help") ? 0 : 2;
+    std::exit(0);
   }
+  if (!args.count("recipe") || !args.count("with"))
+    throw spread::UserError("bench_step: give a RECIPE and at least one --with key=value (see --help)");
   auto sets = args["set"].as<std::vector<std::string>>();
   auto with = sets;
   for (const auto& w : args["with"].as<std::vector<std::string>>()) with.push_back(w);
   const auto path = args["recipe"].as<std::string>();
-  spread::Recipe ra = spread::load_recipe(path, sets), rb = spread::load_recipe(path, with);
-  require_same_model(ra, rb);
+  Args a{spread::load_recipe(path, sets), spread::load_recipe(path, with), args["pairs"].as<int64_t>(),
+         args["warmup"].as<int64_t>()};
+  require_same_apart_from_loss(a.a, a.b);
+  if (a.pairs < 1 || a.warmup < 0) throw spread::UserError("bench_step: --pairs must be >= 1 and --warmup >= 0");
+  return a;
+}
 
+// Times `pairs` steps of each, in the order A B, B A, A B, ... so that a drift lands on both sides equally.
+void time_pairs(Timer& a, Timer& b, int64_t pairs, std::vector<double>& ta, std::vector<double>& tb) {
+  for (int64_t i = 0; i < pairs; ++i) {
+    double x, y;
+    if (i % 2 == 0) x = a.seconds(), y = b.seconds();
+    else y = b.seconds(), x = a.seconds();
+    ta.push_back(x), tb.push_back(y);
+    fmt::print("pair {:>3}/{}: A {:.1f} ms, B {:.1f} ms, B/A {:.3f}\n", i + 1, pairs, 1e3 * x, 1e3 * y, y / x);
+  }
+}
+
+int run(int argc, char** argv) {
+  Args args = parse(argc, argv);
+  const spread::Recipe& ra = args.a;
   auto plan = spread::apply_threads(ra.run.threads);
   fs::path dir = fs::temp_directory_path() / fmt::format("spread_bench_step_{}", ::getpid());
   fs::create_directories(dir);
@@ -85,30 +109,24 @@ int run(int argc, char** argv) {
   model->train();
   spread::FlatAdamW optimizer;
   spread::add_adamw_groups(optimizer, model, ra.train);
-  spread::Objective oa = spread::make_objective(ra), ob = spread::make_objective(rb);
+  spread::Objective oa = spread::make_objective(ra), ob = spread::make_objective(args.b);
   spread::WindowSampler sampler(*data.train, ra.model.block_size, uint64_t(ra.run.seed));
   // One model and one optimizer: both objectives train the same weights, as in a run that switched terms on.
   Timer a{{model, optimizer, oa, sampler, ra.train, device}, 0, ra.train.lr};
-  Timer b{{model, optimizer, ob, sampler, rb.train, device}, 0, rb.train.lr};
-
-  const int64_t pairs = args["pairs"].as<int64_t>();
-  for (int64_t i = 0; i < args["warmup"].as<int64_t>(); ++i) a.seconds(), b.seconds();
+  Timer b{{model, optimizer, ob, sampler, ra.train, device}, 0, ra.train.lr};
+  for (int64_t i = 0; i < args.warmup; ++i) a.seconds(), b.seconds();
   std::vector<double> ta, tb, ratio;
-  for (int64_t i = 0; i < pairs; ++i) {
-    double x, y;
-    if (i % 2 == 0) x = a.seconds(), y = b.seconds();
-    else y = b.seconds(), x = a.seconds();
-    ta.push_back(x), tb.push_back(y), ratio.push_back(y / x);
-    fmt::print("pair {:>3}/{}: A {:.1f} ms, B {:.1f} ms, B/A {:.3f}\n", i + 1, pairs, 1e3 * x, 1e3 * y, y / x);
-  }
+  time_pairs(a, b, args.pairs, ta, tb);
+  for (size_t i = 0; i < ta.size(); ++i) ratio.push_back(tb[i] / ta[i]);
+
   const double tokens = double(ra.train.batch_size * ra.train.grad_accum * ra.model.block_size);
   const double cost = 100.0 * (median(ratio) - 1.0);
   fmt::print("A {:.1f} ms/step ({:.0f} tokens/s), B {:.1f} ms/step ({:.0f} tokens/s); cost of B: {:+.2f}% "
              "(median of {} alternating pairs; threads LibTorch {}, BLAS {})\n",
-             1e3 * median(ta), tokens / median(ta), 1e3 * median(tb), tokens / median(tb), cost, pairs,
+             1e3 * median(ta), tokens / median(ta), 1e3 * median(tb), tokens / median(tb), cost, args.pairs,
              plan.intra_op, plan.blas);
   fmt::print("{{\"a_ms\": {:.2f}, \"b_ms\": {:.2f}, \"cost_pct\": {:.3f}, \"pairs\": {}}}\n", 1e3 * median(ta),
-             1e3 * median(tb), cost, pairs);
+             1e3 * median(tb), cost, args.pairs);
   return 0;
 }
 
@@ -125,5 +143,8 @@ int main(int argc, char** argv) {
   } catch (const cxxopts::exceptions::exception& e) {
     std::cerr << "bench_step: " << e.what() << "\n";
     return 2;
+  } catch (const c10::Error& e) {
+    std::cerr << "bench_step: " << e.what_without_backtrace() << "\n";
+    return 1;
   }
 }

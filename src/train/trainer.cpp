@@ -106,12 +106,16 @@ void restore_checkpoint(Run& run, const Checkpoint& c, const std::string& source
 }
 
 void write_run_info(const Run& run, const BlasInfo& blas, const ThreadPlan& threads) {
-  nlohmann::json info = {{"blas", blas.library},         {"blas_core", blas.core},
+  nlohmann::json info = {{"blas", blas.library},
+                         {"blas_core", blas.core},
                          {"blas_threading", blas.threading},
-                         {"blas_config", blas.config},   {"blas_coretype_origin", blas.coretype_origin},
-                         {"intra_op_threads", threads.intra_op}, {"blas_threads", threads.blas},
+                         {"blas_config", blas.config},
+                         {"blas_coretype_origin", blas.coretype_origin},
+                         {"intra_op_threads", threads.intra_op},
+                         {"blas_threads", threads.blas},
                          {"allocator", allocator_info()},
-                         {"torch_version", TORCH_VERSION}, {"device", run.device.str()},
+                         {"torch_version", TORCH_VERSION},
+                         {"device", run.device.str()},
                          {"parameters", run.model->num_parameters()}};
   write_file_atomic((fs::path(run.dir) / "run.json").string(), info.dump(2) + "\n");
 }
@@ -123,8 +127,7 @@ void print_header(const Run& run, const BlasInfo& blas, const ThreadPlan& thread
                   m.n_embd, m.block_size, run.data.tokenizer->vocab_size(), run.model->num_parameters() / 1e6));
   say(fmt::format("BLAS: {} ({}) core {} ({}); threads: LibTorch {}, BLAS {}; device {}", blas.library,
                   blas.threading.empty() ? "?" : blas.threading, blas.core.empty() ? "?" : blas.core,
-                  blas.coretype_origin, threads.intra_op, threads.blas,
-                  run.device.str()));
+                  blas.coretype_origin, threads.intra_op, threads.blas, run.device.str()));
   say("allocator: " + allocator_info());
 }
 
@@ -141,7 +144,7 @@ bool due(int64_t every, int64_t step, int64_t last) { return every > 0 && (step 
 StepResult train_step(Run& run, const WindowSampler& sampler) {
   StepInputs in{run.model, run.optimizer, run.objective, sampler, run.recipe.train, run.device};
   StepResult r = optimizer_step(in, run.step, run.schedule.at(run.step));
-  if (r.finite) ++run.step;  // the caller skips the update otherwise
+  if (r.finite) ++run.step;  // a skipped update is counted by the caller, which logs it
   return r;
 }
 
