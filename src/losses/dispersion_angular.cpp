@@ -6,7 +6,8 @@
 // The clamp keeps arccos and its derivative finite at |C| -> 1 while its straight-through gradient still pushes
 // coinciding tokens apart (a plain clamp would give them a zero gradient). Cost: one batched matmul forward, one
 // backward (cosine_gram), and a handful of [B,T,T] elementwise passes; padding is zeroed first and masked out of
-// the logsumexp. About 1% of a training step of a 6-layer, width 384, block 256, batch 8 GPT on 2 CPU cores.
+// the logsumexp. 1-2% of a training step of a 6-layer, width 384, block 256, batch 8 GPT on 2 CPU cores
+// (build/bench_step, docs/benchmarks.md).
 #include "spread/losses/dispersion.h"
 
 namespace spread {
