@@ -49,6 +49,8 @@ torch::Tensor SelfAttentionImpl::attention_mask(const torch::Tensor& key_padding
 }
 
 torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+  TORCH_CHECK(!mask.defined() || mask.dim() == 4,
+              "SelfAttention: mask must be the additive [1 | B, 1, T, T] mask of attention_mask(), not key padding");
   const int64_t B = x.size(0), T = x.size(1), C = n_embd_, H = n_head_, D = C / H;
   // [B, T, 3, H, D] -> [3, B*H, T, D] in one copy, so q, k, v are contiguous [B*H, T, D] slices.
   auto qkvh = qkv->forward(x).view({B, T, 3, H, D}).permute({2, 0, 3, 1, 4}).contiguous().view({3, B * H, T, D});
