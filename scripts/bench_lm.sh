@@ -65,8 +65,9 @@ reference() {
   local r
   r=$(env "${ref_env[@]}" "$ref_python" scripts/nanogpt_ref.py "$data" "$@")
   [[ $round == 1 && $shape == A ]] && echo "nanoGPT reference: $r" >&2
-  python3 -c 'import json,sys; print(round(json.loads(sys.argv[1])["tokens_per_s"]))' "$r"
+  printf '%.0f\n' "$(json_field "$r" tokens_per_s)"
 }
+ratio_of() { python3 -c "print(f'{$1 / $2:.2f}')"; }
 row() { printf '%-28s %10s %6s %9s %10s\n' "$@"; }
 
 row "case" "tokens/s" "MFU%" "RSS MiB" "x nanoGPT"
@@ -82,7 +83,7 @@ for round in $(seq "${ROUNDS:-2}"); do
     if [[ $have_ref == 1 && -z $ref ]]; then ref=$(reference "${ref_args[@]}"); fi
     ratio="-"
     if [[ -n $ref ]]; then
-      ratio=$(python3 -c "print(f'{$tps / $ref:.2f}')")
+      ratio=$(ratio_of "$tps" "$ref")
       row "nanoGPT $shape (round $round)" "$ref"
       sums[ref_$shape]=$(( ${sums[ref_$shape]:-0} + ref ))
     fi
@@ -92,8 +93,7 @@ for round in $(seq "${ROUNDS:-2}"); do
 done
 if [[ $have_ref == 1 ]]; then
   for shape in A B; do
-    python3 -c "print(f'shape $shape: spread / nanoGPT, all rounds: \
-{${sums[spread_$shape]} / ${sums[ref_$shape]}:.2f}x')"
+    echo "shape $shape: spread / nanoGPT, all rounds: $(ratio_of "${sums[spread_$shape]}" "${sums[ref_$shape]}")x"
   done
 fi
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "spread/diagnostics/socm.h"
 #include "spread/losses/dispersion.h"
 #include "spread/runtime/allocator.h"
 #include "spread/runtime/blas.h"
@@ -63,10 +64,7 @@ double cpu_ms() {
   return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+double median(const std::vector<double>& v) { return spread::quantiles(v).p50; }
 
 }  // namespace
 

@@ -8,12 +8,12 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cxxopts.hpp>
 #include <filesystem>
 #include <iostream>
 
+#include "spread/diagnostics/socm.h"
 #include "spread/runtime/allocator.h"
 #include "spread/runtime/blas.h"
 #include "spread/train/setup.h"
@@ -24,10 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+double median(const std::vector<double>& v) { return spread::quantiles(v).p50; }
 
 // B - A is the objective's cost only if nothing but [loss.*] differs (the model, data and optimizer are A's).
 void require_same_apart_from_loss(const spread::Recipe& a, spread::Recipe b) {
@@ -37,13 +34,13 @@ void require_same_apart_from_loss(const spread::Recipe& a, spread::Recipe b) {
                             "run or training settings");
 }
 
+// Steps at the recipe's peak learning rate: the schedule does not change what a step costs.
 struct Timer {
   spread::StepInputs in;
   int64_t step = 0;
-  double lr;
   double seconds() {
     auto t0 = std::chrono::steady_clock::now();
-    spread::optimizer_step(in, step++, lr);
+    spread::optimizer_step(in, step++, in.train.lr);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 };
@@ -112,8 +109,8 @@ int run(int argc, char** argv) {
   spread::Objective oa = spread::make_objective(ra), ob = spread::make_objective(args.b);
   spread::WindowSampler sampler(*data.train, ra.model.block_size, uint64_t(ra.run.seed));
   // One model and one optimizer: both objectives train the same weights, as in a run that switched terms on.
-  Timer a{{model, optimizer, oa, sampler, ra.train, device}, 0, ra.train.lr};
-  Timer b{{model, optimizer, ob, sampler, ra.train, device}, 0, ra.train.lr};
+  Timer a{{model, optimizer, oa, sampler, ra.train, device}};
+  Timer b{{model, optimizer, ob, sampler, ra.train, device}};
   for (int64_t i = 0; i < args.warmup; ++i) a.seconds(), b.seconds();
   std::vector<double> ta, tb, ratio;
   time_pairs(a, b, args.pairs, ta, tb);
