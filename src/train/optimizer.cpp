@@ -2,29 +2,43 @@
 
 #include <ATen/Parallel.h>
 
+#include "spread/runtime/vectorize.h"
+
 #include <cmath>
 
 namespace spread {
 namespace {
 
+struct AdamWStep {
+  float b1, b2, eps, grad_scale, step_size, inv_sqrt_bc2, decay;
+};
+
+SPREAD_VECTOR_CLONES void adamw_update(const AdamWStep& s, float* __restrict p, const float* __restrict g,
+                                       float* __restrict m, float* __restrict v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float gi = g[i] * s.grad_scale;
+    m[i] = s.b1 * m[i] + (1.0f - s.b1) * gi;
+    v[i] = s.b2 * v[i] + (1.0f - s.b2) * gi * gi;
+    p[i] = p[i] * s.decay - s.step_size * m[i] / (std::sqrt(v[i]) * s.inv_sqrt_bc2 + s.eps);
+  }
+}
+
 // One pass over memory per group: scale, moments, decay and update together.
 void fused_adamw_cpu(ParamGroup& g, double grad_scale) {
   const auto& o = g.options;
-  const float b1 = float(o.beta1), b2 = float(o.beta2), eps = float(o.eps), scale = float(grad_scale);
-  const float step_size = float(o.lr / (1.0 - std::pow(o.beta1, double(g.step))));
-  const float inv_sqrt_bc2 = float(1.0 / std::sqrt(1.0 - std::pow(o.beta2, double(g.step))));
-  const float decay = float(1.0 - o.lr * o.weight_decay);
+  const AdamWStep s{float(o.beta1),
+                    float(o.beta2),
+                    float(o.eps),
+                    float(grad_scale),
+                    float(o.lr / (1.0 - std::pow(o.beta1, double(g.step)))),
+                    float(1.0 / std::sqrt(1.0 - std::pow(o.beta2, double(g.step)))),
+                    float(1.0 - o.lr * o.weight_decay)};
   float* p = g.data.data_ptr<float>();
   const float* gr = g.grad.data_ptr<float>();
   float* m = g.exp_avg.data_ptr<float>();
   float* v = g.exp_avg_sq.data_ptr<float>();
   at::parallel_for(0, g.data.numel(), 16384, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      float gi = gr[i] * scale;
-      m[i] = b1 * m[i] + (1.0f - b1) * gi;
-      v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
-      p[i] = p[i] * decay - step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
-    }
+    adamw_update(s, p + begin, gr + begin, m + begin, v + begin, end - begin);
   });
 }
 
