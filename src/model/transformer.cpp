@@ -1,5 +1,6 @@
 #include "spread/model/transformer.h"
 
+#include "spread/model/attention.h"
 #include "spread/model/recompute.h"
 
 #include <ATen/ATen.h>
@@ -29,7 +30,7 @@ torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
 }  // namespace
 
 SelfAttentionImpl::SelfAttentionImpl(const TransformerConfig& cfg)
-    : n_head_(cfg.n_head), n_embd_(cfg.n_embd), causal_(cfg.causal), recompute_(cfg.recompute), dropout_(cfg.dropout) {
+    : n_head_(cfg.n_head), causal_(cfg.causal), recompute_(cfg.recompute), dropout_(cfg.dropout) {
   qkv = register_module("qkv", make_linear(cfg.n_embd, 3 * cfg.n_embd, cfg.bias));
   proj = register_module("proj", make_linear(cfg.n_embd, cfg.n_embd, cfg.bias));
   auto ones = torch::ones({cfg.block_size, cfg.block_size});
@@ -51,18 +52,11 @@ torch::Tensor SelfAttentionImpl::attention_mask(const torch::Tensor& key_padding
 torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
   TORCH_CHECK(!mask.defined() || mask.dim() == 4,
               "SelfAttention: mask must be the additive [1 | B, 1, T, T] mask of attention_mask(), not key padding");
-  const int64_t B = x.size(0), T = x.size(1), C = n_embd_, H = n_head_, D = C / H;
-  // [B, T, 3, H, D] -> [3, B*H, T, D] in one copy, so q, k, v are contiguous [B*H, T, D] slices.
-  auto qkvh = qkv->forward(x).view({B, T, 3, H, D}).permute({2, 0, 3, 1, 4}).contiguous().view({3, B * H, T, D});
-  const bool attention_dropout = dropout_ > 0 && is_training();
-  torch::Tensor y;
-  if (recompute_ && !attention_dropout) {
-    y = attention_core(qkvh, mask, B);
-  } else {
-    auto att = attention_probs(qkvh[0], qkvh[1], mask, B, 1.0 / std::sqrt(double(D)));
-    y = torch::bmm(maybe_dropout(att, dropout_, is_training()), qkvh[2]);
-  }
-  y = y.view({B, H, T, D}).transpose(1, 2).reshape({B, T, C});
+  auto qkv_out = qkv->forward(x);  // [B, T, 3C]
+  const double attention_dropout = is_training() ? dropout_ : 0.0;
+  auto y = attention_dropout == 0 && fused_attention_supported(qkv_out)
+               ? fused_attention(qkv_out, mask, n_head_)
+               : unfused_attention(qkv_out, mask, n_head_, attention_dropout, recompute_);
   return maybe_dropout(proj->forward(y), dropout_, is_training());
 }
 

@@ -23,11 +23,12 @@ struct TransformerConfig {
   bool bias = true;
   bool causal = true;
   bool recompute = true;  // recompute attention probabilities and GELU outputs in backward (model/recompute.h)
+                          // on the unfused path; the fused CPU attention always recomputes (model/attention.h)
 };
 
-// Multi-head self-attention with one fused QKV projection. Masking is additive (a [T, T] bias folded into the
-// score matmul) so scale, scores and mask are one baddbmm call. With cfg.recompute (and no attention dropout
-// in training) the attention core is one autograd node that keeps no [B*H, T, T] tensor.
+// Multi-head self-attention with one fused QKV projection and an additive mask. On CPU float32 (without attention
+// dropout in training) the attention is one fused autograd node over the projection's output (model/attention.h);
+// elsewhere LibTorch operators, with cfg.recompute one node that keeps no [B*H, T, T] tensor.
 class SelfAttentionImpl : public torch::nn::Module {
  public:
   explicit SelfAttentionImpl(const TransformerConfig& cfg);
@@ -41,7 +42,7 @@ class SelfAttentionImpl : public torch::nn::Module {
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
 
  private:
-  int64_t n_head_, n_embd_;
+  int64_t n_head_;
   bool causal_, recompute_;
   double dropout_;
   torch::Tensor causal_bias_;  // [block, block]: 0 on and below the diagonal, -inf above

@@ -1,0 +1,216 @@
+#include "spread/model/attention.h"
+
+#include "spread/model/recompute.h"
+#include "spread/runtime/fast_math.h"
+#include "spread/runtime/vectorize.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <dlfcn.h>
+#include <torch/autograd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace spread {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+using SgemmFn = void (*)(const char*, const char*, const int*, const int*, const int*, const float*, const float*,
+                         const int*, const float*, const int*, const float*, float*, const int*);
+
+// The BLAS LibTorch itself calls, found the way its own sgemm_ reference was bound (the process's global
+// scope), so the kernel needs no link-time BLAS and never loads a second one. Null when LibTorch keeps its
+// BLAS private (then the unfused path runs).
+SgemmFn blas_sgemm() {
+  static const SgemmFn fn = reinterpret_cast<SgemmFn>(dlsym(RTLD_DEFAULT, "sgemm_"));
+  return fn;
+}
+
+// Row-major C[m x n] = alpha op(A) op(B) + beta C, op(A): m x k, op(B): k x n, leading dimensions in elements.
+// BLAS is column-major, where the same memory holds the transposes: C^T = op(B)^T op(A)^T.
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+          int ldb, float beta, float* c, int ldc) {
+  const char ta = trans_a ? 'T' : 'N', tb = trans_b ? 'T' : 'N';
+  blas_sgemm()(&tb, &ta, &n, &m, &k, &alpha, b, &ldb, a, &lda, &beta, c, &ldc);
+}
+
+// Scores (already scaled) plus mask to probabilities, in place, row by row; lse gets each row's log-sum-exp.
+// A row with nothing to attend to becomes NaN, as LibTorch's softmax makes it.
+SPREAD_VECTOR_CLONES void softmax_rows(float* s, const float* mask, int64_t mask_ld, int rows, int cols,
+                                       float* lse) {
+  for (int i = 0; i < rows; ++i) {
+    float* row = s + int64_t(i) * cols;
+    if (mask) {
+      const float* m = mask + i * mask_ld;
+      for (int j = 0; j < cols; ++j) row[j] += m[j];
+    }
+    float top = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : top)
+    for (int j = 0; j < cols; ++j) top = std::max(top, row[j]);
+    if (top == -std::numeric_limits<float>::infinity()) {
+      std::fill(row, row + cols, std::numeric_limits<float>::quiet_NaN());
+      lse[i] = std::numeric_limits<float>::quiet_NaN();
+      continue;
+    }
+    float sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int j = 0; j < cols; ++j) {
+      row[j] = exp_nonpositive(row[j] - top);
+      sum += row[j];
+    }
+    const float inv = 1.0f / sum;
+    for (int j = 0; j < cols; ++j) row[j] *= inv;
+    lse[i] = top + std::log(sum);
+  }
+}
+
+// Backward of softmax_rows: recomputes the probabilities P from the scaled scores s, the mask and lse (into s),
+// and turns dp = dL/dP into dL/dscores = P * (dp - rowsum(P * dp)) in place.
+SPREAD_VECTOR_CLONES void softmax_backward_rows(float* s, float* dp, const float* mask, int64_t mask_ld, int rows,
+                                                int cols, const float* lse) {
+  for (int i = 0; i < rows; ++i) {
+    float* p = s + int64_t(i) * cols;
+    float* d = dp + int64_t(i) * cols;
+    if (mask) {
+      const float* m = mask + i * mask_ld;
+      for (int j = 0; j < cols; ++j) p[j] += m[j];
+    }
+    const float shift = lse[i];
+    float dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (int j = 0; j < cols; ++j) {
+      p[j] = exp_nonpositive(p[j] - shift);
+      dot += p[j] * d[j];
+    }
+    for (int j = 0; j < cols; ++j) d[j] = p[j] * (d[j] - dot);
+  }
+}
+
+// Where head h of batch row b lives: q, k, v are T x D blocks of qkv with row stride 3C; y, dy are T x D blocks of
+// [B, T, C] with row stride C.
+struct Geometry {
+  int B, T, C, H, D;
+  const float* mask = nullptr;
+  int64_t mask_batch_stride = 0, mask_ld = 0;
+
+  Geometry(const at::Tensor& qkv, const at::Tensor& mask_tensor, int64_t n_head)
+      : B(int(qkv.size(0))), T(int(qkv.size(1))), C(int(qkv.size(2) / 3)), H(int(n_head)), D(C / H) {
+    if (!mask_tensor.defined()) return;
+    mask = mask_tensor.data_ptr<float>();
+    mask_batch_stride = mask_tensor.size(0) == 1 ? 0 : mask_tensor.stride(0);
+    mask_ld = mask_tensor.size(2) == 1 ? 0 : mask_tensor.stride(2);  // [B, 1, 1, T]: one row for all queries
+  }
+  int64_t qkv_offset(int64_t bh) const { return (bh / H) * T * 3 * C + (bh % H) * D; }
+  int64_t out_offset(int64_t bh) const { return (bh / H) * T * C + (bh % H) * D; }
+  const float* mask_of(int64_t bh) const { return mask ? mask + (bh / H) * mask_batch_stride : nullptr; }
+};
+
+at::Tensor checked_mask(const at::Tensor& mask, const at::Tensor& qkv) {
+  if (!mask.defined()) return mask;
+  const int64_t B = qkv.size(0), T = qkv.size(1);
+  TORCH_CHECK(mask.dim() == 4 && (mask.size(0) == 1 || mask.size(0) == B) && mask.size(1) == 1 &&
+                  (mask.size(2) == 1 || mask.size(2) == T) && mask.size(3) == T && mask.scalar_type() == at::kFloat &&
+                  mask.is_cpu(),
+              "fused_attention: mask must be the additive float [1 | B, 1, 1 | T, T] mask, got ", mask.sizes());
+  return mask.stride(3) == 1 ? mask : mask.contiguous();
+}
+
+struct FusedAttention : torch::autograd::Function<FusedAttention> {
+  // mask is an optional: LibTorch's custom functions take an undefined input only that way.
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qkv, const c10::optional<at::Tensor>& mask,
+                            int64_t n_head) {
+    const at::Tensor m = mask.value_or(at::Tensor());
+    const Geometry g(qkv, m, n_head);
+    auto y = at::empty({g.B, g.T, g.C}, qkv.options());
+    auto lse = at::empty({g.B * g.H, g.T}, qkv.options());
+    const float scale = 1.0f / std::sqrt(float(g.D));
+    const float* x = qkv.data_ptr<float>();
+    float* out = y.data_ptr<float>();
+    float* lse_all = lse.data_ptr<float>();
+    at::parallel_for(0, int64_t(g.B) * g.H, 1, [&](int64_t begin, int64_t end) {
+      std::vector<float> scores(size_t(g.T) * g.T);
+      const int T = g.T, D = g.D, ld = 3 * g.C;
+      for (int64_t bh = begin; bh < end; ++bh) {
+        const float* q = x + g.qkv_offset(bh);
+        gemm(false, true, T, T, D, scale, q, ld, q + g.C, ld, 0.0f, scores.data(), T);
+        softmax_rows(scores.data(), g.mask_of(bh), g.mask_ld, T, T, lse_all + bh * T);
+        gemm(false, false, T, D, T, 1.0f, scores.data(), T, q + 2 * g.C, ld, 0.0f, out + g.out_offset(bh), g.C);
+      }
+    });
+    ctx->save_for_backward({qkv});
+    ctx->saved_data["lse"] = lse;  // internal, never differentiated
+    if (m.defined()) ctx->saved_data["mask"] = m;  // a constant: no gradient, no version check needed
+    ctx->saved_data["n_head"] = n_head;
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const at::Tensor qkv = ctx->get_saved_variables()[0];
+    const at::Tensor lse = ctx->saved_data["lse"].toTensor();
+    const auto found = ctx->saved_data.find("mask");
+    const at::Tensor mask = found == ctx->saved_data.end() ? at::Tensor() : found->second.toTensor();
+    const Geometry g(qkv, mask, ctx->saved_data["n_head"].toInt());
+    const at::Tensor grad_y = grads[0].contiguous();
+    auto grad_qkv = at::empty_like(qkv);
+    const float scale = 1.0f / std::sqrt(float(g.D));
+    const float* x = qkv.data_ptr<float>();
+    const float* dy_all = grad_y.data_ptr<float>();
+    const float* lse_all = lse.data_ptr<float>();
+    float* dx = grad_qkv.data_ptr<float>();
+    at::parallel_for(0, int64_t(g.B) * g.H, 1, [&](int64_t begin, int64_t end) {
+      const int T = g.T, D = g.D, C = g.C, ld = 3 * C;
+      std::vector<float> probs(size_t(T) * T), dprobs(size_t(T) * T);
+      for (int64_t bh = begin; bh < end; ++bh) {
+        const float *q = x + g.qkv_offset(bh), *k = q + C, *v = q + 2 * C, *dy = dy_all + g.out_offset(bh);
+        float *dq = dx + g.qkv_offset(bh), *dk = dq + C, *dv = dq + 2 * C;
+        gemm(false, true, T, T, D, scale, q, ld, k, ld, 0.0f, probs.data(), T);
+        gemm(false, true, T, T, D, 1.0f, dy, C, v, ld, 0.0f, dprobs.data(), T);
+        softmax_backward_rows(probs.data(), dprobs.data(), g.mask_of(bh), g.mask_ld, T, T, lse_all + bh * T);
+        gemm(true, false, T, D, T, 1.0f, probs.data(), T, dy, C, 0.0f, dv, ld);
+        gemm(false, false, T, D, T, scale, dprobs.data(), T, k, ld, 0.0f, dq, ld);
+        gemm(true, false, T, D, T, scale, dprobs.data(), T, q, ld, 0.0f, dk, ld);
+      }
+    });
+    return {grad_qkv, at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+bool fused_attention_supported(const at::Tensor& qkv) {
+  return qkv.is_cpu() && qkv.scalar_type() == at::kFloat && blas_sgemm() != nullptr;
+}
+
+at::Tensor fused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_t n_head) {
+  TORCH_CHECK(fused_attention_supported(qkv), "fused_attention: needs a CPU float32 qkv and a loaded BLAS");
+  TORCH_CHECK(qkv.dim() == 3 && qkv.size(2) % (3 * n_head) == 0, "fused_attention: qkv must be [B, T, 3C] with C ",
+              "divisible by n_head = ", n_head, ", got ", qkv.sizes());
+  const at::Tensor m = checked_mask(mask, qkv);
+  return FusedAttention::apply(qkv.contiguous(), m.defined() ? c10::optional<at::Tensor>(m) : c10::nullopt, n_head);
+}
+
+at::Tensor unfused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_t n_head, double dropout,
+                             bool recompute) {
+  const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, H = n_head, D = C / H;
+  // [B, T, 3, H, D] -> [3, B*H, T, D] in one copy, so q, k, v are contiguous [B*H, T, D] slices.
+  auto heads = qkv.view({B, T, 3, H, D}).permute({2, 0, 3, 1, 4}).contiguous().view({3, B * H, T, D});
+  at::Tensor y;
+  if (dropout > 0) {
+    auto probs = attention_probs(heads[0], heads[1], mask, B, 1.0 / std::sqrt(double(D)));
+    y = at::bmm(at::dropout(probs, dropout, /*train=*/true), heads[2]);
+  } else if (recompute) {
+    y = attention_core(heads, mask, B);
+  } else {
+    y = at::bmm(attention_probs(heads[0], heads[1], mask, B, 1.0 / std::sqrt(double(D))), heads[2]);
+  }
+  return y.view({B, H, T, D}).transpose(1, 2).reshape({B, T, C});
+}
+
+}  // namespace spread

@@ -1,0 +1,81 @@
+// Micro benchmark of causal self-attention, forward + backward, from the QKV projection's output [B, T, 3C] to
+// y = [B, T, C]: the fused CPU kernel (model/attention.h) against the LibTorch-operator path the model used
+// before (heads split by a copy, model/recompute.h's attention node, heads merged by a copy). The two alternate
+// (A B B A ...) in one process, so drift of a shared machine cancels; prints the median of per-pair ratios.
+//   bench_attention [--batch 12] [--heads 4] [--tokens 64] [--head-dim 32] [--pairs 40] [--threads 0]
+// Defaults are shape A of scripts/bench_lm.sh; shape B is --batch 8 --heads 6 --tokens 256 --head-dim 64.
+#include <cxxopts.hpp>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "spread/diagnostics/socm.h"
+#include "spread/model/attention.h"
+#include "spread/runtime/allocator.h"
+#include "spread/runtime/blas.h"
+
+namespace {
+
+using AttentionFn = std::function<torch::Tensor(const torch::Tensor&)>;
+
+double forward_backward_ms(const AttentionFn& attention, const torch::Tensor& qkv, const torch::Tensor& grad_y) {
+  qkv.mutable_grad() = torch::Tensor();
+  const auto t0 = std::chrono::steady_clock::now();
+  attention(qkv).backward(grad_y);
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spread::select_blas_core(argv);  // as the trainer does: the right OpenBLAS kernels and thread split
+  spread::tune_allocator();
+  cxxopts::Options options("bench_attention", "fused vs unfused causal attention, forward + backward");
+  options.add_options()("batch", "B", cxxopts::value<int64_t>()->default_value("12"))(
+      "heads", "H", cxxopts::value<int64_t>()->default_value("4"))(
+      "tokens", "T", cxxopts::value<int64_t>()->default_value("64"))(
+      "head-dim", "D", cxxopts::value<int64_t>()->default_value("32"))(
+      "pairs", "alternating pairs", cxxopts::value<int64_t>()->default_value("40"))(
+      "threads", "0 = the trainer's default", cxxopts::value<int64_t>()->default_value("0"))("h,help", "help");
+  const auto args = options.parse(argc, argv);
+  if (args.count("help")) {
+    std::printf("%s\n", options.help().c_str());
+    return 0;
+  }
+  const int64_t B = args["batch"].as<int64_t>(), H = args["heads"].as<int64_t>(), T = args["tokens"].as<int64_t>(),
+                D = args["head-dim"].as<int64_t>(), pairs = args["pairs"].as<int64_t>();
+  const spread::ThreadPlan threads = spread::apply_threads(args["threads"].as<int64_t>());
+  torch::manual_seed(0);
+  auto qkv = torch::randn({B, T, 3 * H * D}).requires_grad_(true);
+  auto grad_y = torch::randn({B, T, H * D});
+  auto mask = torch::full({T, T}, -std::numeric_limits<float>::infinity()).triu(1).view({1, 1, T, T});
+  if (!spread::fused_attention_supported(qkv)) {
+    std::fprintf(stderr, "bench_attention: no fused kernel here (no BLAS sgemm_ in the process)\n");
+    return 2;
+  }
+  const AttentionFn fused = [&](const torch::Tensor& x) { return spread::fused_attention(x, mask, H); };
+  const AttentionFn unfused = [&](const torch::Tensor& x) {
+    return spread::unfused_attention(x, mask, H, /*dropout=*/0.0, /*recompute=*/true);
+  };
+  for (int i = 0; i < 3; ++i) forward_backward_ms(fused, qkv, grad_y), forward_backward_ms(unfused, qkv, grad_y);
+  std::vector<double> fused_ms, unfused_ms, ratio;
+  for (int64_t p = 0; p < pairs; ++p) {
+    double f, u;
+    if (p % 2 == 0) f = forward_backward_ms(fused, qkv, grad_y), u = forward_backward_ms(unfused, qkv, grad_y);
+    else u = forward_backward_ms(unfused, qkv, grad_y), f = forward_backward_ms(fused, qkv, grad_y);
+    fused_ms.push_back(f), unfused_ms.push_back(u), ratio.push_back(u / f);
+  }
+  const double f = spread::quantiles(fused_ms).p50, u = spread::quantiles(unfused_ms).p50;
+  const double speedup = spread::quantiles(ratio).p50;
+  std::printf("attention B=%lld H=%lld T=%lld D=%lld, threads %d intra-op / %d BLAS, %lld pairs: forward+backward "
+              "median fused %.3f ms, unfused %.3f ms, unfused/fused %.2fx (median of per-pair ratios)\n",
+              static_cast<long long>(B), static_cast<long long>(H), static_cast<long long>(T),
+              static_cast<long long>(D), threads.intra_op, threads.blas, static_cast<long long>(pairs), f, u, speedup);
+  std::printf("{\"fused_ms\": %.4f, \"unfused_ms\": %.4f, \"speedup\": %.4f, \"pairs\": %lld}\n", f, u, speedup,
+              static_cast<long long>(pairs));
+  return 0;
+}

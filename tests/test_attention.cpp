@@ -1,0 +1,129 @@
+// The fused CPU attention (model/attention.h) against softmax(q k^T / sqrt(D) + mask) v written out with LibTorch
+// operators in float64 and differentiated by autograd: values and gradients for every mask shape the model
+// builds, odd sizes, a non-contiguous mask, scores far apart (the kernel's own exp), a fully masked row.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <limits>
+
+#include "spread/model/attention.h"
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int64_t kB = 2, kH = 3, kT = 7, kD = 5, kC = kH * kD;
+
+torch::Tensor split_heads(const torch::Tensor& x) { return x.view({kB, kT, kH, kD}).transpose(1, 2); }
+
+// The independent reference, on [B, T, 3C] (layout [q | k | v]) -> [B, T, C].
+torch::Tensor reference_attention(const torch::Tensor& qkv, const torch::Tensor& mask) {
+  auto parts = qkv.split(kC, -1);
+  auto q = split_heads(parts[0]), k = split_heads(parts[1]), v = split_heads(parts[2]);
+  auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(double(kD));
+  if (mask.defined()) scores = scores + mask;
+  auto e = torch::exp(scores - std::get<0>(scores.max(-1, true)));
+  return torch::matmul(e / e.sum(-1, true), v).transpose(1, 2).reshape({kB, kT, kC});
+}
+
+torch::Tensor causal_mask() { return torch::full({kT, kT}, -kInf).triu(1).view({1, 1, kT, kT}); }
+
+torch::Tensor padding_mask() {  // text 0 has 7 valid tokens, text 1 has 4: [B, 1, 1, T], as attention_mask() builds
+  auto pad = torch::zeros({kB, 1, 1, kT});
+  pad.index_put_({1, 0, 0, torch::indexing::Slice(4, kT)}, -kInf);
+  return pad;
+}
+
+struct Result {
+  torch::Tensor y, grad;
+};
+
+Result run(const torch::Tensor& qkv, const torch::Tensor& weights, bool fused, const torch::Tensor& mask) {
+  auto x = qkv.detach().clone().requires_grad_(true);
+  auto y = fused ? spread::fused_attention(x, mask, kH) : reference_attention(x, mask);
+  auto grad = torch::autograd::grad({(y * weights).sum()}, {x})[0];
+  return {y.detach(), grad};
+}
+
+void expect_matches_reference(const torch::Tensor& mask, double input_scale = 1.0) {
+  torch::manual_seed(3);
+  auto qkv = torch::randn({kB, kT, 3 * kC}) * input_scale;
+  auto weights = torch::randn({kB, kT, kC});
+  auto fused = run(qkv, weights, true, mask);
+  auto ref = run(qkv.to(torch::kDouble), weights.to(torch::kDouble), false,
+                 mask.defined() ? mask.to(torch::kDouble) : mask);
+  const double tol = 2e-5 * input_scale * input_scale;
+  EXPECT_TRUE(torch::allclose(fused.y.to(torch::kDouble), ref.y, tol, tol))
+      << (fused.y.to(torch::kDouble) - ref.y).abs().max().item<double>();
+  EXPECT_TRUE(torch::allclose(fused.grad.to(torch::kDouble), ref.grad, tol, tol))
+      << (fused.grad.to(torch::kDouble) - ref.grad).abs().max().item<double>();
+}
+
+TEST(FusedAttention, IsAvailableOnThisBuild) {
+  // LibTorch on Debian calls the system BLAS, so the kernel must find sgemm_; elsewhere the model falls back.
+  EXPECT_TRUE(spread::fused_attention_supported(torch::zeros({1, 1, 3}))) << "no sgemm_ in the process";
+  EXPECT_FALSE(spread::fused_attention_supported(torch::zeros({1, 1, 3}, torch::kDouble)));
+}
+
+TEST(FusedAttention, WithoutMaskMatchesTheFormula) { expect_matches_reference({}); }
+
+TEST(FusedAttention, CausalMatchesTheFormula) { expect_matches_reference(causal_mask()); }
+
+TEST(FusedAttention, PaddingRowMaskMatchesTheFormula) { expect_matches_reference(padding_mask()); }
+
+TEST(FusedAttention, CausalAndPaddingMatchesTheFormula) { expect_matches_reference(causal_mask() + padding_mask()); }
+
+TEST(FusedAttention, NarrowedMaskOfALongerBlockMatchesTheFormula) {
+  // The model narrows its [block, block] bias to T: rows keep the longer stride.
+  auto big = torch::full({kT + 4, kT + 4}, -kInf).triu(1);
+  auto mask = big.narrow(0, 0, kT).narrow(1, 0, kT).view({1, 1, kT, kT});
+  ASSERT_FALSE(mask.is_contiguous());
+  expect_matches_reference(mask);
+}
+
+TEST(FusedAttention, ScoresFarApartMatchTheFormula) {
+  // Inputs x4 spread the scores over tens of units: the kernel's exp meets arguments down to its -87 cutoff.
+  expect_matches_reference(causal_mask(), 4.0);
+}
+
+TEST(FusedAttention, CausalFirstTokenIsItsValueAndFutureTokensDoNotLeak) {
+  torch::manual_seed(4);
+  auto qkv = torch::randn({kB, kT, 3 * kC});
+  auto y = spread::fused_attention(qkv, causal_mask(), kH);
+  EXPECT_TRUE(torch::equal(y.select(1, 0), qkv.select(1, 0).narrow(-1, 2 * kC, kC)));
+  auto changed = qkv.clone();
+  changed.select(1, kT - 1).add_(10.0);
+  auto y2 = spread::fused_attention(changed, causal_mask(), kH);
+  EXPECT_TRUE(torch::equal(y.narrow(1, 0, kT - 1), y2.narrow(1, 0, kT - 1)));  // bitwise: masked weights are 0
+}
+
+TEST(FusedAttention, FullyMaskedRowIsNaNAsSoftmaxMakesIt) {
+  auto mask = torch::zeros({kB, 1, 1, kT});
+  mask.select(0, 1).fill_(-kInf);  // text 1 has no valid key
+  auto y = spread::fused_attention(torch::randn({kB, kT, 3 * kC}), mask, kH);
+  EXPECT_TRUE(y.select(0, 1).isnan().all().item<bool>());
+  EXPECT_FALSE(y.select(0, 0).isnan().any().item<bool>());
+}
+
+TEST(FusedAttention, MatchesTheUnfusedPathInFloat) {
+  torch::manual_seed(5);
+  auto qkv = torch::randn({kB, kT, 3 * kC});
+  auto weights = torch::randn({kB, kT, kC});
+  for (bool recompute : {true, false}) {
+    auto x = qkv.clone().requires_grad_(true);
+    auto y = spread::unfused_attention(x, causal_mask(), kH, 0.0, recompute);
+    auto grad = torch::autograd::grad({(y * weights).sum()}, {x})[0];
+    auto fused = run(qkv, weights, true, causal_mask());
+    EXPECT_TRUE(torch::allclose(fused.y, y, 1e-5, 1e-6)) << "recompute " << recompute;
+    EXPECT_TRUE(torch::allclose(fused.grad, grad, 1e-5, 1e-6)) << "recompute " << recompute;
+  }
+}
+
+TEST(FusedAttention, RejectsAMaskOfTheWrongShape) {
+  auto qkv = torch::randn({kB, kT, 3 * kC});
+  EXPECT_THROW(spread::fused_attention(qkv, torch::zeros({kB, kT}), kH), c10::Error);
+  EXPECT_THROW(spread::fused_attention(qkv, torch::zeros({1, 1, kT + 1, kT + 1}), kH), c10::Error);
+  EXPECT_THROW(spread::fused_attention(torch::randn({kB, kT, 3 * kC + 1}), {}, kH), c10::Error);
+}
+
+}  // namespace
