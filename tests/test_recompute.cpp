@@ -86,6 +86,26 @@ TEST(Recompute, GeluLinearMatchesTheFormulaWithAndWithoutBias) {
   }
 }
 
+// In float32 on CPU the node runs spread's own GELU loops (an erfc approximation): against the formula in float64
+// with std::erf, over inputs out to the tails (|h| up to ~20, where Phi underflows), values and gradients.
+TEST(Recompute, GeluLinearInFloatMatchesTheFormulaInDouble) {
+  torch::manual_seed(6);
+  auto h = torch::cat({torch::randn({2, 3, 8}) * 3, torch::linspace(-20, 20, 48).view({2, 3, 8})});
+  auto w = torch::randn({5, 8});
+  auto weights = torch::randn({4, 3, 5});
+  auto hf = h.clone().requires_grad_(true), wf = w.clone().requires_grad_(true);
+  auto y = spread::gelu_linear(hf, wf, {});
+  auto grads = torch::autograd::grad({(y * weights).sum()}, {hf, wf});
+  auto hd = h.to(torch::kDouble).requires_grad_(true), wd = w.to(torch::kDouble).requires_grad_(true);
+  auto y_ref = torch::matmul(hd * 0.5 * (1 + torch::erf(hd / std::sqrt(2.0))), wd.t());
+  auto grads_ref = torch::autograd::grad({(y_ref * weights.to(torch::kDouble)).sum()}, {hd, wd});
+  EXPECT_TRUE(torch::allclose(y.to(torch::kDouble), y_ref, 1e-5, 1e-5))
+      << (y.to(torch::kDouble) - y_ref).abs().max().item<double>();
+  for (int i = 0; i < 2; ++i)
+    EXPECT_TRUE(torch::allclose(grads[i].to(torch::kDouble), grads_ref[i], 1e-5, 1e-5))
+        << "input " << i << ": " << (grads[i].to(torch::kDouble) - grads_ref[i]).abs().max().item<double>();
+}
+
 // A whole model: recompute on and off give the same loss and the same gradients, causal with padding and
 // bidirectional with padding.
 TEST(Recompute, ModelGradientsAreTheSameWithAndWithoutRecompute) {

@@ -1,6 +1,10 @@
 #include "spread/model/recompute.h"
 
+#include "spread/runtime/fast_math.h"
+#include "spread/runtime/vectorize.h"
+
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
 #include <cmath>
@@ -10,6 +14,41 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
+
+// Exact GELU, x Phi(x), and its derivative Phi(x) + x phi(x) on CPU float32: LibTorch 1.13 hands at::gelu to a
+// oneDNN kernel and computes gelu_backward with erf and exp per element; these vectorized loops in parallel
+// chunks are a single pass each.
+SPREAD_VECTOR_CLONES void gelu_loop(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * normal_cdf(x[i]);
+}
+
+SPREAD_VECTOR_CLONES void gelu_backward_loop(const float* grad, const float* x, float* out, int64_t n) {
+  constexpr float kInvSqrt2Pi = 0.398942280401432678f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float xi = x[i];
+    out[i] = grad[i] * (normal_cdf(xi) + xi * kInvSqrt2Pi * exp_nonpositive(-0.5f * xi * xi));
+  }
+}
+
+bool own_gelu_applies(const at::Tensor& x) { return x.is_cpu() && x.scalar_type() == at::kFloat && x.is_contiguous(); }
+
+at::Tensor exact_gelu(const at::Tensor& x) {
+  if (!own_gelu_applies(x)) return at::gelu(x);
+  auto y = at::empty_like(x);
+  const float* in = x.data_ptr<float>();
+  float* out = y.data_ptr<float>();
+  at::parallel_for(0, x.numel(), 16384, [&](int64_t b, int64_t e) { gelu_loop(in + b, out + b, e - b); });
+  return y;
+}
+
+at::Tensor exact_gelu_backward(const at::Tensor& grad, const at::Tensor& x) {
+  if (!own_gelu_applies(x) || !own_gelu_applies(grad)) return at::gelu_backward(grad, x);
+  auto out = at::empty_like(x);
+  const float *g = grad.data_ptr<float>(), *in = x.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  at::parallel_for(0, x.numel(), 16384, [&](int64_t b, int64_t e) { gelu_backward_loop(g + b, in + b, o + b, e - b); });
+  return out;
+}
 
 struct AttentionCore : torch::autograd::Function<AttentionCore> {
   // mask and bias are optionals: LibTorch's custom functions take an undefined input only that way.
@@ -53,7 +92,7 @@ struct GeluLinear : torch::autograd::Function<GeluLinear> {
     const at::Tensor b = bias.value_or(at::Tensor());
     ctx->save_for_backward({h, weight});
     ctx->saved_data["has_bias"] = b.defined();
-    return at::linear(at::gelu(h), weight, b);
+    return at::linear(exact_gelu(h), weight, b);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -61,9 +100,9 @@ struct GeluLinear : torch::autograd::Function<GeluLinear> {
     const at::Tensor &h = saved[0], &weight = saved[1];
     const int64_t n_in = weight.size(1), n_out = weight.size(0);
     auto grad_out = grads[0].reshape({-1, n_out});
-    auto grad_weight = grad_out.t().mm(at::gelu(h).reshape({-1, n_in}));
+    auto grad_weight = grad_out.t().mm(exact_gelu(h).reshape({-1, n_in}));
     at::Tensor grad_bias = ctx->saved_data["has_bias"].toBool() ? grad_out.sum(0) : at::Tensor();
-    auto grad_h = at::gelu_backward(grad_out.mm(weight).view(h.sizes()), h);
+    auto grad_h = exact_gelu_backward(grad_out.mm(weight).view(h.sizes()), h);
     return {grad_h, grad_weight, grad_bias};
   }
 };

@@ -18,7 +18,8 @@ at::Tensor attention_probs(const at::Tensor& q, const at::Tensor& k, const at::T
 // Rows that are fully masked give NaN, as the unfused softmax does.
 at::Tensor attention_core(const at::Tensor& qkv, const at::Tensor& mask, int64_t batch);
 
-// linear(gelu(h), weight, bias), with bias possibly undefined; the GELU (exact, erf) output is not kept.
+// linear(gelu(h), weight, bias), with bias possibly undefined; the GELU (exact, erf) output is not kept. On CPU
+// float32 the GELU and its derivative are spread's vectorized loops (runtime/fast_math.h), elsewhere LibTorch's.
 at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias);
 
 }  // namespace spread
