@@ -1,6 +1,7 @@
 #include "spread/model/attention.h"
 
 #include "spread/model/recompute.h"
+#include "spread/runtime/blas.h"
 #include "spread/runtime/fast_math.h"
 #include "spread/runtime/vectorize.h"
 
@@ -25,20 +26,58 @@ using torch::autograd::variable_list;
 using SgemmFn = void (*)(const char*, const char*, const int*, const int*, const int*, const float*, const float*,
                          const int*, const float*, const int*, const float*, float*, const int*);
 
-// The BLAS LibTorch itself calls, found the way its own sgemm_ reference was bound (the process's global
-// scope), so the kernel needs no link-time BLAS and never loads a second one. Null when LibTorch keeps its
-// BLAS private (then the unfused path runs).
+// BLAS integers are passed as zero-extended 64-bit slots: a little-endian LP64 sgemm_ reads their low 4 bytes, an
+// ILP64 one all 8, and both see the same value.
+struct BlasInt {
+  int64_t value;
+  const int* ptr() const { return reinterpret_cast<const int*>(&value); }
+};
+
+void call_sgemm(SgemmFn fn, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  // Row-major C[m x n] = alpha op(A) op(B) + beta C is, in BLAS's column-major view of the same memory,
+  // C^T = op(B)^T op(A)^T.
+  const char ta = trans_a ? 'T' : 'N', tb = trans_b ? 'T' : 'N';
+  const BlasInt M{m}, N{n}, K{k}, LDA{lda}, LDB{ldb}, LDC{ldc};
+  fn(&tb, &ta, N.ptr(), M.ptr(), K.ptr(), &alpha, b, LDB.ptr(), a, LDA.ptr(), &beta, c, LDC.ptr());
+}
+
+// A found sgemm_ must get a small product right (transposes and leading dimensions larger than the rows, padding
+// left alone) before the kernel trusts it: another calling convention would corrupt memory later.
+bool computes_correctly(SgemmFn fn) {
+  const float a[] = {1, 3, 5, -1, 2, 4, 6, -1};  // A = [[1, 3, 5], [2, 4, 6]], row-major, row stride 4
+  const float b[] = {1, 2, 3, -1, 4, 5, 6, -1};  // B^T stored: B = [[1, 4], [2, 5], [3, 6]], row stride 4
+  float c[] = {7, 7, 7, 7, 7, 7};                // C = A B, row-major, row stride 3
+  call_sgemm(fn, false, true, 2, 2, 3, 1.0f, a, 4, b, 4, 0.0f, c, 3);
+  const float expected[] = {22, 49, 7, 28, 64, 7};
+  return std::equal(c, c + 6, expected);
+}
+
+// The BLAS LibTorch itself calls, found in the process's global scope (where LibTorch's own reference to sgemm_
+// was bound, unless another library exports the name first: hence the check), so the kernel needs no link-time
+// BLAS and never loads a second one. Null when there is none or it fails the check: the unfused path runs.
 SgemmFn blas_sgemm() {
-  static const SgemmFn fn = reinterpret_cast<SgemmFn>(dlsym(RTLD_DEFAULT, "sgemm_"));
+  static const SgemmFn fn = [] {
+    auto found = reinterpret_cast<SgemmFn>(dlsym(RTLD_DEFAULT, "sgemm_"));
+    return found && computes_correctly(found) ? found : nullptr;
+  }();
   return fn;
 }
 
-// Row-major C[m x n] = alpha op(A) op(B) + beta C, op(A): m x k, op(B): k x n, leading dimensions in elements.
-// BLAS is column-major, where the same memory holds the transposes: C^T = op(B)^T op(A)^T.
-void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
-          int ldb, float beta, float* c, int ldc) {
-  const char ta = trans_a ? 'T' : 'N', tb = trans_b ? 'T' : 'N';
-  blas_sgemm()(&tb, &ta, &n, &m, &k, &alpha, b, &ldb, a, &lda, &beta, c, &ldc);
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  call_sgemm(blas_sgemm(), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// OpenBLAS's pthread build may thread each sgemm_ itself (it checks for enclosing OpenMP regions only in its
+// OpenMP build): heads then run one after another rather than N x N threads.
+int64_t head_grain(int64_t heads) {
+  static const bool blas_threads_itself = blas_info().threading == "pthread";
+  return blas_threads_itself ? heads : 1;
+}
+
+void add_row(float* row, const float* mask_row, int cols) {
+  for (int j = 0; j < cols; ++j) row[j] += mask_row[j];
 }
 
 // Scores (already scaled) plus mask to probabilities, in place, row by row; lse gets each row's log-sum-exp.
@@ -47,10 +86,7 @@ SPREAD_VECTOR_CLONES void softmax_rows(float* s, const float* mask, int64_t mask
                                        float* lse) {
   for (int i = 0; i < rows; ++i) {
     float* row = s + int64_t(i) * cols;
-    if (mask) {
-      const float* m = mask + i * mask_ld;
-      for (int j = 0; j < cols; ++j) row[j] += m[j];
-    }
+    if (mask) add_row(row, mask + i * mask_ld, cols);
     float top = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : top)
     for (int j = 0; j < cols; ++j) top = std::max(top, row[j]);
@@ -78,10 +114,7 @@ SPREAD_VECTOR_CLONES void softmax_backward_rows(float* s, float* dp, const float
   for (int i = 0; i < rows; ++i) {
     float* p = s + int64_t(i) * cols;
     float* d = dp + int64_t(i) * cols;
-    if (mask) {
-      const float* m = mask + i * mask_ld;
-      for (int j = 0; j < cols; ++j) p[j] += m[j];
-    }
+    if (mask) add_row(p, mask + i * mask_ld, cols);
     const float shift = lse[i];
     float dot = 0;
 #pragma omp simd reduction(+ : dot)
@@ -110,6 +143,11 @@ struct Geometry {
   int64_t qkv_offset(int64_t bh) const { return (bh / H) * T * 3 * C + (bh % H) * D; }
   int64_t out_offset(int64_t bh) const { return (bh / H) * T * C + (bh % H) * D; }
   const float* mask_of(int64_t bh) const { return mask ? mask + (bh / H) * mask_batch_stride : nullptr; }
+  // scores = q k^T * scale for head bh, a T x T row-major buffer.
+  void scaled_scores(const float* qkv, int64_t bh, float scale, float* scores) const {
+    const float* q = qkv + qkv_offset(bh);
+    gemm(false, true, T, T, D, scale, q, 3 * C, q + C, 3 * C, 0.0f, scores, T);
+  }
 };
 
 at::Tensor checked_mask(const at::Tensor& mask, const at::Tensor& qkv) {
@@ -134,14 +172,15 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     const float* x = qkv.data_ptr<float>();
     float* out = y.data_ptr<float>();
     float* lse_all = lse.data_ptr<float>();
-    at::parallel_for(0, int64_t(g.B) * g.H, 1, [&](int64_t begin, int64_t end) {
+    const int64_t heads = int64_t(g.B) * g.H;
+    at::parallel_for(0, heads, head_grain(heads), [&](int64_t begin, int64_t end) {
       std::vector<float> scores(size_t(g.T) * g.T);
-      const int T = g.T, D = g.D, ld = 3 * g.C;
+      const int T = g.T, D = g.D;
       for (int64_t bh = begin; bh < end; ++bh) {
-        const float* q = x + g.qkv_offset(bh);
-        gemm(false, true, T, T, D, scale, q, ld, q + g.C, ld, 0.0f, scores.data(), T);
+        g.scaled_scores(x, bh, scale, scores.data());
         softmax_rows(scores.data(), g.mask_of(bh), g.mask_ld, T, T, lse_all + bh * T);
-        gemm(false, false, T, D, T, 1.0f, scores.data(), T, q + 2 * g.C, ld, 0.0f, out + g.out_offset(bh), g.C);
+        const float* v = x + g.qkv_offset(bh) + 2 * g.C;
+        gemm(false, false, T, D, T, 1.0f, scores.data(), T, v, 3 * g.C, 0.0f, out + g.out_offset(bh), g.C);
       }
     });
     ctx->save_for_backward({qkv});
@@ -164,13 +203,14 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     const float* dy_all = grad_y.data_ptr<float>();
     const float* lse_all = lse.data_ptr<float>();
     float* dx = grad_qkv.data_ptr<float>();
-    at::parallel_for(0, int64_t(g.B) * g.H, 1, [&](int64_t begin, int64_t end) {
+    const int64_t heads = int64_t(g.B) * g.H;
+    at::parallel_for(0, heads, head_grain(heads), [&](int64_t begin, int64_t end) {
       const int T = g.T, D = g.D, C = g.C, ld = 3 * C;
       std::vector<float> probs(size_t(T) * T), dprobs(size_t(T) * T);
       for (int64_t bh = begin; bh < end; ++bh) {
         const float *q = x + g.qkv_offset(bh), *k = q + C, *v = q + 2 * C, *dy = dy_all + g.out_offset(bh);
         float *dq = dx + g.qkv_offset(bh), *dk = dq + C, *dv = dq + 2 * C;
-        gemm(false, true, T, T, D, scale, q, ld, k, ld, 0.0f, probs.data(), T);
+        g.scaled_scores(x, bh, scale, probs.data());
         gemm(false, true, T, T, D, 1.0f, dy, C, v, ld, 0.0f, dprobs.data(), T);
         softmax_backward_rows(probs.data(), dprobs.data(), g.mask_of(bh), g.mask_ld, T, T, lse_all + bh * T);
         gemm(true, false, T, D, T, 1.0f, probs.data(), T, dy, C, 0.0f, dv, ld);
@@ -192,6 +232,8 @@ at::Tensor fused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_
   TORCH_CHECK(fused_attention_supported(qkv), "fused_attention: needs a CPU float32 qkv and a loaded BLAS");
   TORCH_CHECK(qkv.dim() == 3 && qkv.size(2) % (3 * n_head) == 0, "fused_attention: qkv must be [B, T, 3C] with C ",
               "divisible by n_head = ", n_head, ", got ", qkv.sizes());
+  TORCH_CHECK(qkv.size(1) <= std::numeric_limits<int>::max() && qkv.size(2) <= std::numeric_limits<int>::max(),
+              "fused_attention: T and 3C must fit BLAS's int, got ", qkv.sizes());
   const at::Tensor m = checked_mask(mask, qkv);
   return FusedAttention::apply(qkv.contiguous(), m.defined() ? c10::optional<at::Tensor>(m) : c10::nullopt, n_head);
 }
@@ -202,13 +244,11 @@ at::Tensor unfused_attention(const at::Tensor& qkv, const at::Tensor& mask, int6
   // [B, T, 3, H, D] -> [3, B*H, T, D] in one copy, so q, k, v are contiguous [B*H, T, D] slices.
   auto heads = qkv.view({B, T, 3, H, D}).permute({2, 0, 3, 1, 4}).contiguous().view({3, B * H, T, D});
   at::Tensor y;
-  if (dropout > 0) {
-    auto probs = attention_probs(heads[0], heads[1], mask, B, 1.0 / std::sqrt(double(D)));
-    y = at::bmm(at::dropout(probs, dropout, /*train=*/true), heads[2]);
-  } else if (recompute) {
+  if (recompute && dropout == 0) {
     y = attention_core(heads, mask, B);
   } else {
-    y = at::bmm(attention_probs(heads[0], heads[1], mask, B, 1.0 / std::sqrt(double(D))), heads[2]);
+    auto probs = attention_probs(heads[0], heads[1], mask, B, 1.0 / std::sqrt(double(D)));
+    y = at::bmm(at::dropout(probs, dropout, /*train=*/dropout > 0), heads[2]);
   }
   return y.view({B, H, T, D}).transpose(1, 2).reshape({B, T, C});
 }

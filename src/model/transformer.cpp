@@ -51,7 +51,7 @@ torch::Tensor SelfAttentionImpl::attention_mask(const torch::Tensor& key_padding
 
 torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
   TORCH_CHECK(!mask.defined() || mask.dim() == 4,
-              "SelfAttention: mask must be the additive [1 | B, 1, T, T] mask of attention_mask(), not key padding");
+              "SelfAttention: mask must be the additive 4-D mask of attention_mask(), not key padding");
   auto qkv_out = qkv->forward(x);  // [B, T, 3C]
   const double attention_dropout = is_training() ? dropout_ : 0.0;
   auto y = attention_dropout == 0 && fused_attention_supported(qkv_out)

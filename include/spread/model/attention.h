@@ -2,22 +2,25 @@
 // Fused multi-head self-attention on CPU, one autograd node straight from the QKV projection's output:
 //   y[b, t, h*D:(h+1)*D] = softmax(q_bh k_bh^T / sqrt(D) + mask_b) v_bh
 // where q, k, v of head h are column blocks of qkv = [B, T, 3C] (C = H*D, layout [q | k | v], heads in order).
-// Why: LibTorch's CPU bmm runs one BLAS call after another for the B*H small matrices, behind a select and an
-// addmm per matrix, on one thread, and the [3, B*H, T, D] / [B, T, C] layout changes cost a copy each way.
-// Here the heads run in parallel (at::parallel_for), each with direct BLAS calls on strided views of qkv and
-// a softmax in cache, and only the row log-sum-exp [B, H, T] is kept: backward recomputes the probabilities
-// (as FlashAttention does), so no [B*H, T, T] tensor is ever stored.
+// Why: LibTorch 1.13's CPU bmm (without MKL) runs one BLAS call after another for the B*H small matrices, behind
+// a select and an addmm per matrix, on one thread, and the [3, B*H, T, D] / [B, T, C] layout changes cost a copy
+// each way. Here the heads run in parallel (at::parallel_for; one after another beside OpenBLAS's pthread build,
+// which threads each call itself), each with direct BLAS calls on strided views of qkv and a softmax in cache,
+// and only the row log-sum-exp [B, H, T] is kept: backward recomputes the probabilities (as FlashAttention
+// does), so no [B*H, T, T] tensor is ever stored.
 #include <ATen/core/Tensor.h>
 
 namespace spread {
 
 // True when the fused kernel can run on `qkv`: a CPU float32 tensor, and a BLAS with the Fortran sgemm_ entry
-// point is loaded in the process (LibTorch's own; a LibTorch with a private BLAS falls back to the unfused path).
+// point is loaded in the process and computes a test product right (LibTorch's own; a LibTorch with a private BLAS
+// falls back to the unfused path).
 bool fused_attention_supported(const at::Tensor& qkv);
 
 // qkv: [B, T, 3C] float32 on CPU; mask: the additive [1 | B, 1, 1 | T, T] mask (0 = attend, -inf = masked), as
 // SelfAttention::attention_mask builds it, or undefined; n_head = H. Returns y = [B, T, C]. A fully masked query
-// row gives NaN, as softmax does. First-order gradients (for qkv only; the mask is a constant).
+// row gives NaN, as softmax does, and then its head's whole k and v gradients are NaN, as on the unfused path.
+// First-order gradients (for qkv only; the mask is a constant).
 at::Tensor fused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_t n_head);
 
 // The same attention from LibTorch operators (any device): heads split into [3, B*H, T, D] and merged back by

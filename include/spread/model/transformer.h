@@ -26,9 +26,10 @@ struct TransformerConfig {
                           // on the unfused path; the fused CPU attention always recomputes (model/attention.h)
 };
 
-// Multi-head self-attention with one fused QKV projection and an additive mask. On CPU float32 (without attention
-// dropout in training) the attention is one fused autograd node over the projection's output (model/attention.h);
-// elsewhere LibTorch operators, with cfg.recompute one node that keeps no [B*H, T, T] tensor.
+// Multi-head self-attention with one fused QKV projection and an additive mask. On CPU float32 with LibTorch's BLAS
+// visible (and without attention dropout in training) the attention is one fused autograd node over the
+// projection's output (model/attention.h); elsewhere LibTorch operators, with cfg.recompute one node that keeps
+// no [B*H, T, T] tensor.
 class SelfAttentionImpl : public torch::nn::Module {
  public:
   explicit SelfAttentionImpl(const TransformerConfig& cfg);

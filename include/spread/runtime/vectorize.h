@@ -2,6 +2,8 @@
 // SPREAD_VECTOR_CLONES: compile a hot loop for AVX-512 and AVX2 besides the baseline x86-64 and pick the clone
 // when the program loads (GCC function multiversioning), so a portable build still runs it at full vector width.
 // The library is compiled with -fno-math-errno: otherwise std::sqrt keeps loops scalar (it may set errno).
+// GCC's "avx2" target has no FMA, so results differ in the last bits between AVX-512 and AVX2 machines (not
+// between runs on one machine). Other compilers and architectures get the baseline build of the loop.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define SPREAD_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
