@@ -130,11 +130,14 @@ SPREAD_VECTOR_CLONES void softmax_backward_rows(float* s, float* dp, const float
 // [B, T, C] with row stride C.
 struct Geometry {
   int B, T, C, H, D;
+  int64_t heads;  // B * H
+  float scale;    // 1 / sqrt(D)
   const float* mask = nullptr;
   int64_t mask_batch_stride = 0, mask_ld = 0;
 
   Geometry(const at::Tensor& qkv, const at::Tensor& mask_tensor, int64_t n_head)
-      : B(int(qkv.size(0))), T(int(qkv.size(1))), C(int(qkv.size(2) / 3)), H(int(n_head)), D(C / H) {
+      : B(int(qkv.size(0))), T(int(qkv.size(1))), C(int(qkv.size(2) / 3)), H(int(n_head)), D(C / H),
+        heads(int64_t(B) * H), scale(1.0f / std::sqrt(float(D))) {
     if (!mask_tensor.defined()) return;
     mask = mask_tensor.data_ptr<float>();
     mask_batch_stride = mask_tensor.size(0) == 1 ? 0 : mask_tensor.stride(0);
@@ -144,7 +147,7 @@ struct Geometry {
   int64_t out_offset(int64_t bh) const { return (bh / H) * T * C + (bh % H) * D; }
   const float* mask_of(int64_t bh) const { return mask ? mask + (bh / H) * mask_batch_stride : nullptr; }
   // scores = q k^T * scale for head bh, a T x T row-major buffer.
-  void scaled_scores(const float* qkv, int64_t bh, float scale, float* scores) const {
+  void scaled_scores(const float* qkv, int64_t bh, float* scores) const {
     const float* q = qkv + qkv_offset(bh);
     gemm(false, true, T, T, D, scale, q, 3 * C, q + C, 3 * C, 0.0f, scores, T);
   }
@@ -167,17 +170,15 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     const at::Tensor m = mask.value_or(at::Tensor());
     const Geometry g(qkv, m, n_head);
     auto y = at::empty({g.B, g.T, g.C}, qkv.options());
-    auto lse = at::empty({g.B * g.H, g.T}, qkv.options());
-    const float scale = 1.0f / std::sqrt(float(g.D));
+    auto lse = at::empty({g.heads, g.T}, qkv.options());
     const float* x = qkv.data_ptr<float>();
     float* out = y.data_ptr<float>();
     float* lse_all = lse.data_ptr<float>();
-    const int64_t heads = int64_t(g.B) * g.H;
-    at::parallel_for(0, heads, head_grain(heads), [&](int64_t begin, int64_t end) {
+    at::parallel_for(0, g.heads, head_grain(g.heads), [&](int64_t begin, int64_t end) {
       std::vector<float> scores(size_t(g.T) * g.T);
       const int T = g.T, D = g.D;
       for (int64_t bh = begin; bh < end; ++bh) {
-        g.scaled_scores(x, bh, scale, scores.data());
+        g.scaled_scores(x, bh, scores.data());
         softmax_rows(scores.data(), g.mask_of(bh), g.mask_ld, T, T, lse_all + bh * T);
         const float* v = x + g.qkv_offset(bh) + 2 * g.C;
         gemm(false, false, T, D, T, 1.0f, scores.data(), T, v, 3 * g.C, 0.0f, out + g.out_offset(bh), g.C);
@@ -198,24 +199,22 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     const Geometry g(qkv, mask, ctx->saved_data["n_head"].toInt());
     const at::Tensor grad_y = grads[0].contiguous();
     auto grad_qkv = at::empty_like(qkv);
-    const float scale = 1.0f / std::sqrt(float(g.D));
     const float* x = qkv.data_ptr<float>();
     const float* dy_all = grad_y.data_ptr<float>();
     const float* lse_all = lse.data_ptr<float>();
     float* dx = grad_qkv.data_ptr<float>();
-    const int64_t heads = int64_t(g.B) * g.H;
-    at::parallel_for(0, heads, head_grain(heads), [&](int64_t begin, int64_t end) {
+    at::parallel_for(0, g.heads, head_grain(g.heads), [&](int64_t begin, int64_t end) {
       const int T = g.T, D = g.D, C = g.C, ld = 3 * C;
       std::vector<float> probs(size_t(T) * T), dprobs(size_t(T) * T);
       for (int64_t bh = begin; bh < end; ++bh) {
         const float *q = x + g.qkv_offset(bh), *k = q + C, *v = q + 2 * C, *dy = dy_all + g.out_offset(bh);
         float *dq = dx + g.qkv_offset(bh), *dk = dq + C, *dv = dq + 2 * C;
-        g.scaled_scores(x, bh, scale, probs.data());
+        g.scaled_scores(x, bh, probs.data());
         gemm(false, true, T, T, D, 1.0f, dy, C, v, ld, 0.0f, dprobs.data(), T);
         softmax_backward_rows(probs.data(), dprobs.data(), g.mask_of(bh), g.mask_ld, T, T, lse_all + bh * T);
         gemm(true, false, T, D, T, 1.0f, probs.data(), T, dy, C, 0.0f, dv, ld);
-        gemm(false, false, T, D, T, scale, dprobs.data(), T, k, ld, 0.0f, dq, ld);
-        gemm(true, false, T, D, T, scale, dprobs.data(), T, q, ld, 0.0f, dk, ld);
+        gemm(false, false, T, D, T, g.scale, dprobs.data(), T, k, ld, 0.0f, dq, ld);
+        gemm(true, false, T, D, T, g.scale, dprobs.data(), T, q, ld, 0.0f, dk, ld);
       }
     });
     return {grad_qkv, at::Tensor(), at::Tensor()};

@@ -11,12 +11,11 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
-#include <vector>
 
-#include "spread/diagnostics/socm.h"
 #include "spread/model/attention.h"
 #include "spread/runtime/allocator.h"
 #include "spread/runtime/blas.h"
+#include "alternate.h"
 
 namespace {
 
@@ -62,15 +61,10 @@ int main(int argc, char** argv) {
     return spread::unfused_attention(x, mask, H, /*dropout=*/0.0, /*recompute=*/true);
   };
   for (int i = 0; i < 3; ++i) forward_backward_ms(fused, qkv, grad_y), forward_backward_ms(unfused, qkv, grad_y);
-  std::vector<double> fused_ms, unfused_ms, ratio;
-  for (int64_t p = 0; p < pairs; ++p) {
-    double f, u;
-    if (p % 2 == 0) f = forward_backward_ms(fused, qkv, grad_y), u = forward_backward_ms(unfused, qkv, grad_y);
-    else u = forward_backward_ms(unfused, qkv, grad_y), f = forward_backward_ms(fused, qkv, grad_y);
-    fused_ms.push_back(f), unfused_ms.push_back(u), ratio.push_back(u / f);
-  }
-  const double f = spread::quantiles(fused_ms).p50, u = spread::quantiles(unfused_ms).p50;
-  const double speedup = spread::quantiles(ratio).p50;
+  const auto t = spread::bench::alternate_pairs(
+      pairs, [&] { return forward_backward_ms(fused, qkv, grad_y); },
+      [&] { return forward_backward_ms(unfused, qkv, grad_y); });
+  const double f = t.median_a(), u = t.median_b(), speedup = t.median_ratio();
   std::printf("attention B=%lld H=%lld T=%lld D=%lld, threads %d intra-op / %d BLAS, %lld pairs: forward+backward "
               "median fused %.3f ms, unfused %.3f ms, unfused/fused %.2fx (median of per-pair ratios)\n",
               static_cast<long long>(B), static_cast<long long>(H), static_cast<long long>(T),

@@ -13,18 +13,16 @@
 #include <filesystem>
 #include <iostream>
 
-#include "spread/diagnostics/socm.h"
 #include "spread/runtime/allocator.h"
 #include "spread/runtime/blas.h"
 #include "spread/train/setup.h"
 #include "spread/train/step.h"
 #include "spread/util/error.h"
+#include "alternate.h"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-double median(const std::vector<double>& v) { return spread::quantiles(v).p50; }
 
 // B - A is the objective's cost only if nothing but [loss.*] differs (the model, data and optimizer are A's).
 void require_same_apart_from_loss(const spread::Recipe& a, spread::Recipe b) {
@@ -76,17 +74,6 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-// Times `pairs` steps of each, in the order A B, B A, A B, ... so that a drift lands on both sides equally.
-void time_pairs(Timer& a, Timer& b, int64_t pairs, std::vector<double>& ta, std::vector<double>& tb) {
-  for (int64_t i = 0; i < pairs; ++i) {
-    double x, y;
-    if (i % 2 == 0) x = a.seconds(), y = b.seconds();
-    else y = b.seconds(), x = a.seconds();
-    ta.push_back(x), tb.push_back(y);
-    fmt::print("pair {:>3}/{}: A {:.1f} ms, B {:.1f} ms, B/A {:.3f}\n", i + 1, pairs, 1e3 * x, 1e3 * y, y / x);
-  }
-}
-
 int run(int argc, char** argv) {
   Args args = parse(argc, argv);
   const spread::Recipe& ra = args.a;
@@ -112,18 +99,20 @@ int run(int argc, char** argv) {
   Timer a{{model, optimizer, oa, sampler, ra.train, device}};
   Timer b{{model, optimizer, ob, sampler, ra.train, device}};
   for (int64_t i = 0; i < args.warmup; ++i) a.seconds(), b.seconds();
-  std::vector<double> ta, tb, ratio;
-  time_pairs(a, b, args.pairs, ta, tb);
-  for (size_t i = 0; i < ta.size(); ++i) ratio.push_back(tb[i] / ta[i]);
+  const auto t = spread::bench::alternate_pairs(
+      args.pairs, [&] { return a.seconds(); }, [&] { return b.seconds(); },
+      [&](int64_t i, double x, double y) {
+        fmt::print("pair {:>3}/{}: A {:.1f} ms, B {:.1f} ms, B/A {:.3f}\n", i + 1, args.pairs, 1e3 * x, 1e3 * y, y / x);
+      });
 
   const double tokens = double(ra.train.batch_size * ra.train.grad_accum * ra.model.block_size);
-  const double cost = 100.0 * (median(ratio) - 1.0);
+  const double cost = 100.0 * (t.median_ratio() - 1.0);
   fmt::print("A {:.1f} ms/step ({:.0f} tokens/s), B {:.1f} ms/step ({:.0f} tokens/s); cost of B: {:+.2f}% "
              "(median of {} alternating pairs; threads LibTorch {}, BLAS {})\n",
-             1e3 * median(ta), tokens / median(ta), 1e3 * median(tb), tokens / median(tb), cost, args.pairs,
+             1e3 * t.median_a(), tokens / t.median_a(), 1e3 * t.median_b(), tokens / t.median_b(), cost, args.pairs,
              plan.intra_op, plan.blas);
-  fmt::print("{{\"a_ms\": {:.2f}, \"b_ms\": {:.2f}, \"cost_pct\": {:.3f}, \"pairs\": {}}}\n", 1e3 * median(ta),
-             1e3 * median(tb), cost, args.pairs);
+  fmt::print("{{\"a_ms\": {:.2f}, \"b_ms\": {:.2f}, \"cost_pct\": {:.3f}, \"pairs\": {}}}\n", 1e3 * t.median_a(),
+             1e3 * t.median_b(), cost, args.pairs);
   return 0;
 }
 
