@@ -51,8 +51,8 @@ struct Args {
 Args parse(int argc, char** argv) {
   cxxopts::Options options("bench_step", "step-time cost of objective B (--with) over A, alternating in one process");
   options.add_options()("recipe", "recipe file", cxxopts::value<std::string>())(
-      "set", "override for both", cxxopts::value<std::vector<std::string>>()->default_value({}))(
-      "with", "override for B only", cxxopts::value<std::vector<std::string>>()->default_value({}))(
+      "set", "override for both", cxxopts::value<std::vector<std::string>>())(
+      "with", "override for B only", cxxopts::value<std::vector<std::string>>())(
       "pairs", "timed A/B pairs", cxxopts::value<int64_t>()->default_value("16"))(
       "warmup", "untimed steps of each first", cxxopts::value<int64_t>()->default_value("2"))("h,help", "help");
   options.parse_positional({"recipe"});
@@ -63,7 +63,9 @@ Args parse(int argc, char** argv) {
   }
   if (!args.count("recipe") || !args.count("with"))
     throw spread::UserError("bench_step: give a RECIPE and at least one --with key=value (see --help)");
-  auto sets = args["set"].as<std::vector<std::string>>();
+  // As `spread train`: read --set only when given (a default would be one empty override).
+  std::vector<std::string> sets;
+  if (args.count("set")) sets = args["set"].as<std::vector<std::string>>();
   auto with = sets;
   for (const auto& w : args["with"].as<std::vector<std::string>>()) with.push_back(w);
   const auto path = args["recipe"].as<std::string>();
