@@ -207,3 +207,30 @@ TEST(Train, DispersionWithLambdaZeroTrainsBitwiseLikeNoDispersion) {
   EXPECT_TRUE(logged);
   fs::remove_all(dir);
 }
+
+// The LM task must train exactly as the loop did before tasks existed: these reference losses were written by the
+// spread of commit 5e614b0 (scripts/gen_lm_reference.sh) on this file's tiny recipe, with and without gradient
+// accumulation and dispersion. The tolerance only absorbs other CPUs' BLAS kernels: a changed batch, seed, RNG
+// order or loss moves these numbers by 1e-2 or more.
+TEST(Train, LmTaskReproducesTheReferenceLosses) {
+  auto dir = temp_dir("lm_reference");
+  const std::map<std::string, std::vector<std::string>> runs = {
+      {"plain", {}},
+      {"accum", {"train.grad_accum=2"}},
+      {"disp", {"loss.dispersion.enabled=true", "loss.dispersion.lambda=0.5", "loss.dispersion.tau=1",
+                "loss.dispersion.clamp=0.1", "loss.dispersion.after_norm=false"}}};
+  for (const auto& [name, extra] : runs) {
+    ASSERT_EQ(spread::train(tiny_recipe(dir, name, 20, extra), spread::TrainStart::Fresh), 0);
+    auto expected = spread::read_metrics(std::string(SPREAD_TEST_DATA_DIR) + "/lm_reference/" + name + ".jsonl");
+    std::vector<nlohmann::json> got;
+    for (const auto& j : spread::read_metrics((dir / name / "metrics.jsonl").string()))
+      if (!j.contains("event") && (j.contains("loss") || j.contains("val_loss"))) got.push_back(j);
+    ASSERT_EQ(got.size(), expected.size()) << name;
+    for (size_t i = 0; i < got.size(); ++i)
+      for (const char* key : {"loss", "val_loss", "loss_disp"})
+        if (expected[i].contains(key))
+          EXPECT_NEAR(got[i].at(key).get<double>(), expected[i][key].get<double>(), 2e-4)
+              << name << " line " << i << " " << key;
+  }
+  fs::remove_all(dir);
+}

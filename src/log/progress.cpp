@@ -14,8 +14,9 @@ std::string format_duration(double s) {
   return fmt::format("{}s", total);
 }
 
-Progress::Progress(int64_t start_step, int64_t total_steps, int64_t tokens_per_step)
-    : step_(start_step), total_(total_steps), tokens_per_step_(tokens_per_step), last_tick_(Clock::now()) {}
+Progress::Progress(int64_t start_step, int64_t total_steps, int64_t items_per_step, std::string unit)
+    : step_(start_step), total_(total_steps), items_per_step_(items_per_step), unit_(std::move(unit)),
+      last_tick_(Clock::now()) {}
 
 void Progress::tick(int64_t step) {
   auto now = Clock::now();
@@ -30,13 +31,13 @@ void Progress::tick(int64_t step) {
 
 void Progress::exclude_pause() { last_tick_ = Clock::now(); }
 
-double Progress::tokens_per_s() const {
-  return window_seconds_ > 0 ? double(window_steps_ * tokens_per_step_) / window_seconds_ : 0.0;
+double Progress::items_per_s() const {
+  return window_seconds_ > 0 ? double(window_steps_ * items_per_step_) / window_seconds_ : 0.0;
 }
 
 std::string Progress::line(double loss, double lr) {
-  std::string out = fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | ETA {}", step_, total_, loss, lr,
-                                tokens_per_s(), format_duration(ema_ * double(total_ - step_)));
+  std::string out = fmt::format("step {}/{} | loss {:.4f} | lr {:.2e} | {:.0f} {}/s | ETA {}", step_, total_, loss,
+                                lr, items_per_s(), unit_, format_duration(ema_ * double(total_ - step_)));
   window_seconds_ = 0;
   window_steps_ = 0;
   return out;

@@ -15,6 +15,7 @@
 
 #include "spread/runtime/allocator.h"
 #include "spread/runtime/blas.h"
+#include "spread/tasks/task.h"
 #include "spread/train/setup.h"
 #include "spread/train/step.h"
 #include "spread/util/error.h"
@@ -86,20 +87,20 @@ int run(int argc, char** argv) {
     fs::path p;
     ~Cleanup() { fs::remove_all(p); }
   } cleanup{dir};
-  auto data = spread::prepare_data(ra, dir.string(), [](const std::string&) {});
+  const torch::Device device = spread::recipe_device(ra);
+  auto quiet = [](const std::string&) {};
+  auto task_a = spread::make_task(ra, dir.string(), device, quiet);
+  auto task_b = spread::make_task(args.b, dir.string(), device, quiet);
 
   torch::manual_seed(uint64_t(ra.run.seed));
-  spread::Transformer model(spread::model_config(ra, data.tokenizer->vocab_size()));
-  const torch::Device device = spread::recipe_device(ra);
+  spread::Transformer model(spread::model_config(ra, task_a->tokenizer().vocab_size()));
   model->to(device);
   model->train();
   spread::FlatAdamW optimizer;
   spread::add_adamw_groups(optimizer, model, ra.train);
-  spread::Objective oa = spread::make_objective(ra), ob = spread::make_objective(args.b);
-  spread::WindowSampler sampler(*data.train, ra.model.block_size, uint64_t(ra.run.seed));
   // One model and one optimizer: both objectives train the same weights, as in a run that switched terms on.
-  Timer a{{model, optimizer, oa, sampler, ra.train, device}};
-  Timer b{{model, optimizer, ob, sampler, ra.train, device}};
+  Timer a{{model, optimizer, *task_a, ra.train}};
+  Timer b{{model, optimizer, *task_b, ra.train}};
   for (int64_t i = 0; i < args.warmup; ++i) a.seconds(), b.seconds();
   const auto t = spread::bench::alternate_pairs(
       args.pairs, [&] { return a.seconds(); }, [&] { return b.seconds(); },
@@ -107,7 +108,7 @@ int run(int argc, char** argv) {
         fmt::print("pair {:>3}/{}: A {:.1f} ms, B {:.1f} ms, B/A {:.3f}\n", i + 1, args.pairs, 1e3 * x, 1e3 * y, y / x);
       });
 
-  const double tokens = double(ra.train.batch_size * ra.train.grad_accum * ra.model.block_size);
+  const double tokens = double(task_a->work_per_step().count);
   const double cost = 100.0 * (t.median_ratio() - 1.0);
   fmt::print("A {:.1f} ms/step ({:.0f} tokens/s), B {:.1f} ms/step ({:.0f} tokens/s); cost of B: {:+.2f}% "
              "(median of {} alternating pairs; threads LibTorch {}, BLAS {})\n",

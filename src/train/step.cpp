@@ -21,12 +21,8 @@ StepResult optimizer_step(const StepInputs& in, int64_t step, double lr) {
   in.optimizer.zero_grad();
   StepResult r;
   for (int64_t micro = 0; micro < t.grad_accum; ++micro) {
-    Batch b = in.sampler.sample(t.batch_size, uint64_t(step), uint64_t(micro));
-    if (!in.device.is_cpu()) b = {b.x.to(in.device), b.y.to(in.device)};
-    auto out = in.model->forward(b.x, in.objective.needs_hidden(), in.objective.needs_logits());
-    LossValue v = in.objective.compute({out, b, splitmix64(uint64_t(step) * 131 + uint64_t(micro))});
-    (t.grad_accum == 1 ? v.total : v.total / double(t.grad_accum)).backward();
-    r.loss += v.total.item<double>() / double(t.grad_accum);
+    MicroStepLoss v = in.task.micro_step(in.model, step, micro, t.grad_accum);
+    r.loss += v.total / double(t.grad_accum);
     if (r.parts.empty()) r.parts.assign(v.parts.size(), {"", 0.0});
     for (size_t i = 0; i < v.parts.size(); ++i) {
       r.parts[i].first = v.parts[i].first;

@@ -12,14 +12,11 @@
 #include <fmt/format.h>
 #include <fstream>
 
-#include "spread/data/loader.h"
-#include "spread/diagnostics/probe.h"
-#include "spread/eval/perplexity.h"
 #include "spread/log/metrics_log.h"
 #include "spread/log/progress.h"
-#include "spread/losses/objective.h"
 #include "spread/runtime/allocator.h"
 #include "spread/runtime/blas.h"
+#include "spread/tasks/task.h"
 #include "spread/train/checkpoint.h"
 #include "spread/train/optimizer.h"
 #include "spread/train/schedule.h"
@@ -31,10 +28,6 @@ namespace fs = std::filesystem;
 
 namespace spread {
 namespace {
-
-// Seeds of the fixed evaluation and probe batches, apart from the training stream.
-constexpr uint64_t kEvalStream = 0xe7a1ULL;
-constexpr uint64_t kProbeStream = 0x9e0bULL;
 
 std::atomic<int> g_stop_signal{0};
 
@@ -59,11 +52,10 @@ struct Run {
   Recipe recipe;
   std::string dir;
   torch::Device device{torch::kCPU};
-  RunData data;
+  std::unique_ptr<TrainingTask> task;
   Transformer model{nullptr};
   FlatAdamW optimizer;
   LrSchedule schedule;
-  Objective objective;
   int64_t step = 0;  // optimizer steps completed
   double elapsed_s = 0;  // training time summed over sessions (resumes)
 };
@@ -80,8 +72,8 @@ Checkpoint make_checkpoint(const Run& run) {
                                {"weight_decay", g.options.weight_decay}};
   }
   c.tensors["rng.cpu"] = at::detail::getDefaultCPUGenerator().get_state();
-  c.meta["tokens_seen"] = run.step * run.recipe.train.batch_size * run.recipe.train.grad_accum *
-                          run.recipe.model.block_size;
+  const WorkPerStep work = run.task->work_per_step();
+  c.meta[work.unit == "tok" ? "tokens_seen" : work.unit + "_seen"] = run.step * work.count;
   c.meta["elapsed_s"] = run.elapsed_s;
   c.meta["torch_version"] = TORCH_VERSION;
   return c;
@@ -124,28 +116,26 @@ void print_header(const Run& run, const BlasInfo& blas, const ThreadPlan& thread
   const auto& m = run.recipe.model;
   say(fmt::format("spread {} run '{}' in {}", resumed ? "resuming" : "starting", run.recipe.run.name, run.dir));
   say(fmt::format("model: {} layers, {} heads, width {}, block {}, vocab {}: {:.2f}M parameters", m.n_layer, m.n_head,
-                  m.n_embd, m.block_size, run.data.tokenizer->vocab_size(), run.model->num_parameters() / 1e6));
+                  m.n_embd, m.block_size, run.task->tokenizer().vocab_size(), run.model->num_parameters() / 1e6));
   say(fmt::format("BLAS: {} ({}) core {} ({}); threads: LibTorch {}, BLAS {}; device {}", blas.library,
                   blas.threading.empty() ? "?" : blas.threading, blas.core.empty() ? "?" : blas.core,
                   blas.coretype_origin, threads.intra_op, threads.blas, run.device.str()));
   say("allocator: " + allocator_info());
 }
 
-std::vector<Batch> fixed_batches(const TokenFile& tokens, int64_t block, int64_t batch_size, int64_t count,
-                                 uint64_t seed) {
-  WindowSampler sampler(tokens, block, seed);
-  std::vector<Batch> batches;
-  for (int64_t i = 0; i < count; ++i) batches.push_back(sampler.sample(batch_size, uint64_t(i)));
-  return batches;
-}
-
 bool due(int64_t every, int64_t step, int64_t last) { return every > 0 && (step % every == 0 || step == last); }
 
-StepResult train_step(Run& run, const WindowSampler& sampler) {
-  StepInputs in{run.model, run.optimizer, run.objective, sampler, run.recipe.train, run.device};
+StepResult train_step(Run& run) {
+  StepInputs in{run.model, run.optimizer, *run.task, run.recipe.train};
   StepResult r = optimizer_step(in, run.step, run.schedule.at(run.step));
   if (r.finite) ++run.step;  // a skipped update is counted by the caller, which logs it
   return r;
+}
+
+void write_probe(Run& run, MetricsLog& log) {
+  nlohmann::json d = run.task->probe(run.model);
+  d["step"] = run.step;
+  log.write(d);
 }
 
 void save(Run& run, MetricsLog& log, const std::string& why) {
@@ -167,8 +157,27 @@ void open_run(Run& run, TrainStart start, const std::function<void(const std::st
                               "metrics.jsonl"})
       fs::remove(fs::path(run.dir) / stale);
     write_file_atomic((fs::path(run.dir) / "recipe.toml").string(), recipe_to_toml(run.recipe));
+    if (!run.recipe.train.init_from.empty()) copy_tokenizer_files(run.recipe, run.dir);
   }
-  run.data = prepare_data(run.recipe, run.dir, note);
+  run.task = make_task(run.recipe, run.dir, run.device, note);
+}
+
+// [train] init_from: the model weights (only) of another run's newest valid checkpoint.
+void init_from_run(Run& run) {
+  const std::string& from = run.recipe.train.init_from;
+  std::vector<std::string> warnings;
+  auto ckpt = load_latest_checkpoint(from, &warnings);
+  for (const auto& w : warnings) say("warning: " + w);
+  if (!ckpt)
+    throw user_error(run.recipe.source, 0, "train.init_from", "'" + from + "' has no readable checkpoint",
+                     "point it at a run directory that has trained (spread train)");
+  try {
+    load_model_weights(run.model, ckpt->tensors, from);
+  } catch (const UserError& e) {
+    throw user_error(run.recipe.source, 0, "train.init_from", std::string("does not fit this model: ") + e.what(),
+                     "use the [model] shape of " + from + "/recipe.toml");
+  }
+  say(fmt::format("init_from: model weights of {} at step {}", from, ckpt->step));
 }
 
 }  // namespace
@@ -189,18 +198,19 @@ int train(const Recipe& recipe, TrainStart start) {
   run.recipe = recipe;
   // The saved recipe must still find its files when resumed from another working directory.
   for (auto& path : run.recipe.data.path) path = fs::absolute(path).lexically_normal().string();
-  if (!run.recipe.tokenizer.model.empty())
-    run.recipe.tokenizer.model = fs::absolute(run.recipe.tokenizer.model).lexically_normal().string();
+  for (std::string* path : {&run.recipe.tokenizer.model, &run.recipe.train.init_from, &run.recipe.eval.sts,
+                            &run.recipe.eval.beir})
+    if (!path->empty()) *path = fs::absolute(*path).lexically_normal().string();
   run.dir = recipe.run_dir();
   run.device = recipe_device(recipe);
   ThreadPlan threads = apply_threads(recipe.run.threads);
   open_run(run, start, say);
 
   torch::manual_seed(uint64_t(recipe.run.seed));
-  run.model = Transformer(model_config(recipe, run.data.tokenizer->vocab_size()));
+  run.model = Transformer(model_config(recipe, run.task->tokenizer().vocab_size()));
+  if (start == TrainStart::Fresh && !recipe.train.init_from.empty()) init_from_run(run);
   run.model->to(run.device);
   add_adamw_groups(run.optimizer, run.model, recipe.train);  // after .to(): the flat buffers live on the device
-  run.objective = make_objective(recipe);
   const auto& t = recipe.train;
   run.schedule = {t.lr, t.min_lr, t.warmup_steps, t.max_steps};
 
@@ -219,23 +229,19 @@ int train(const Recipe& recipe, TrainStart start) {
   if (start == TrainStart::Resume) log.write({{"step", run.step}, {"event", "resume"}});
   else log.write({{"step", 0}, {"event", "start"}, {"blas_core", blas.core}});
 
-  const int64_t block = recipe.model.block_size;
-  WindowSampler sampler(*run.data.train, block, uint64_t(recipe.run.seed));
-  const double val_bytes_per_token = double(run.data.val->source_bytes()) / double(run.data.val->size());
-  auto eval_batches = fixed_batches(*run.data.val, block, t.batch_size, t.eval_batches,
-                                    splitmix64(uint64_t(recipe.run.seed) ^ kEvalStream));
-  Batch probe = fixed_batches(*run.data.val, block, recipe.diagnostics.probe_texts, 1,
-                              splitmix64(uint64_t(recipe.run.seed) ^ kProbeStream))[0];
-
   g_stop_signal = 0;
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   run.model->train();
-  Progress progress(run.step, t.max_steps, t.batch_size * t.grad_accum * block);
+  const WorkPerStep work = run.task->work_per_step();
+  Progress progress(run.step, t.max_steps, work.count, work.unit);
+  // Condensation is present at initialisation (SPEC 2): the probe sees the model before its first update.
+  if (run.step == 0 && recipe.diagnostics.every > 0) write_probe(run, log);
+  progress.exclude_pause();
   int64_t bad_in_a_row = 0;
   while (run.step < t.max_steps) {
     const int64_t step_before = run.step;
-    StepResult r = train_step(run, sampler);
+    StepResult r = train_step(run);
     if (!r.finite) {
       ++bad_in_a_row;
       log.write({{"step", step_before}, {"event", "nan_skip"}, {"loss", r.loss}, {"grad_norm", r.grad_norm}});
@@ -255,23 +261,21 @@ int train(const Recipe& recipe, TrainStart start) {
     run.elapsed_s += progress.last_step_seconds();
     if (due(t.log_every, run.step, t.max_steps) || run.step == 1) {
       nlohmann::json line = {{"step", run.step}, {"loss", r.loss}, {"lr", run.schedule.at(run.step - 1)},
-                             {"grad_norm", r.grad_norm}, {"tokens_per_s", progress.tokens_per_s()},
+                             {"grad_norm", r.grad_norm}, {work.log_key, progress.items_per_s()},
                              {"elapsed_s", run.elapsed_s}};
       for (const auto& [name, value] : r.parts) line["loss_" + name] = value;
       log.write(line);
       say(progress.line(r.loss, run.schedule.at(run.step - 1)));
     }
     if (due(t.eval_every, run.step, t.max_steps)) {
-      EvalResult e = evaluate_batches(run.model, eval_batches, val_bytes_per_token, run.device);
-      log.write({{"step", run.step}, {"val_loss", e.loss}, {"val_ppl", e.ppl}, {"val_bpb", e.bpb}});
-      say(fmt::format("eval step {}: val loss {:.4f}, perplexity {:.2f}, {:.4f} bits/byte", run.step, e.loss, e.ppl,
-                      e.bpb));
+      Evaluation e = run.task->evaluate(run.model);
+      e.metrics["step"] = run.step;
+      log.write(e.metrics);
+      say(fmt::format("eval step {}: {}", run.step, e.summary));
       progress.exclude_pause();
     }
     if (due(recipe.diagnostics.every, run.step, t.max_steps)) {
-      nlohmann::json d = probe_diagnostics(run.model, probe, recipe.diagnostics, uint64_t(recipe.run.seed), run.device);
-      d["step"] = run.step;
-      log.write(d);
+      write_probe(run, log);
       progress.exclude_pause();
     }
     if (due(t.ckpt_every, run.step, t.max_steps)) {

@@ -1,15 +1,14 @@
 #pragma once
-// One optimizer step (sample, forward, objective, backward, clip, update), shared by the trainer and by
-// bench_step, which times the same step under two objectives in one process.
+// One optimizer step (the task's micro-steps, clip, update), shared by the trainer and by bench_step, which times
+// the same step under two objectives in one process.
 #include <string>
 #include <utility>
 #include <vector>
 #include <torch/types.h>
 
 #include "spread/config/recipe.h"
-#include "spread/data/loader.h"
-#include "spread/losses/objective.h"
 #include "spread/model/transformer.h"
+#include "spread/tasks/task.h"
 #include "spread/train/optimizer.h"
 
 namespace spread {
@@ -27,14 +26,13 @@ struct StepResult {
 struct StepInputs {
   Transformer& model;
   FlatAdamW& optimizer;
-  const Objective& objective;
-  const WindowSampler& sampler;
+  TrainingTask& task;
   const TrainConfig& train;
-  torch::Device device;
 };
 
-// Step number `step` (0-based: it seeds the batches and the objective's subsamples) at learning rate `lr`. The
-// optimizer is left untouched when the loss or the gradient norm is not finite.
+// Step number `step` (0-based: it seeds the batches and the objective's subsamples) at learning rate `lr`, with
+// train.grad_accum micro-steps whose gradients add up. The optimizer is left untouched when the loss or the
+// gradient norm is not finite.
 StepResult optimizer_step(const StepInputs& in, int64_t step, double lr);
 
 }  // namespace spread

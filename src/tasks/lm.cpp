@@ -1,0 +1,61 @@
+#include "spread/tasks/lm.h"
+
+#include <fmt/format.h>
+
+#include "spread/diagnostics/probe.h"
+#include "spread/eval/perplexity.h"
+
+namespace spread {
+namespace {
+
+// Seeds of the fixed evaluation and probe batches, apart from the training stream.
+constexpr uint64_t kEvalStream = 0xe7a1ULL;
+constexpr uint64_t kProbeStream = 0x9e0bULL;
+
+std::vector<Batch> fixed_batches(const TokenFile& tokens, int64_t block, int64_t batch_size, int64_t count,
+                                 uint64_t seed) {
+  WindowSampler sampler(tokens, block, seed);
+  std::vector<Batch> batches;
+  for (int64_t i = 0; i < count; ++i) batches.push_back(sampler.sample(batch_size, uint64_t(i)));
+  return batches;
+}
+
+}  // namespace
+
+LanguageModelTask::LanguageModelTask(const Recipe& recipe, const std::string& run_dir, torch::Device device,
+                                     const Note& note)
+    : recipe_(recipe), device_(device), data_(prepare_data(recipe, run_dir, note)), objective_(make_objective(recipe)) {
+  const int64_t block = recipe.model.block_size;
+  const auto seed = uint64_t(recipe.run.seed);
+  sampler_ = std::make_unique<WindowSampler>(*data_.train, block, seed);
+  val_bytes_per_token_ = double(data_.val->source_bytes()) / double(data_.val->size());
+  eval_batches_ = fixed_batches(*data_.val, block, recipe.train.batch_size, recipe.train.eval_batches,
+                                splitmix64(seed ^ kEvalStream));
+  probe_batch_ = fixed_batches(*data_.val, block, recipe.diagnostics.probe_texts, 1, splitmix64(seed ^ kProbeStream))[0];
+}
+
+MicroStepLoss LanguageModelTask::micro_step(Transformer& model, int64_t step, int64_t micro, int64_t micro_steps) {
+  Batch b = sampler_->sample(recipe_.train.batch_size, uint64_t(step), uint64_t(micro));
+  if (!device_.is_cpu()) b = {b.x.to(device_), b.y.to(device_)};
+  auto out = model->forward(b.x, objective_.needs_hidden(), objective_.needs_logits());
+  LossValue v = objective_.compute({out, b, splitmix64(uint64_t(step) * 131 + uint64_t(micro))});
+  (micro_steps == 1 ? v.total : v.total / double(micro_steps)).backward();
+  return {v.total.item<double>(), v.parts};
+}
+
+Evaluation LanguageModelTask::evaluate(Transformer& model) {
+  EvalResult e = evaluate_batches(model, eval_batches_, val_bytes_per_token_, device_);
+  return {{{"val_loss", e.loss}, {"val_ppl", e.ppl}, {"val_bpb", e.bpb}},
+          fmt::format("val loss {:.4f}, perplexity {:.2f}, {:.4f} bits/byte", e.loss, e.ppl, e.bpb)};
+}
+
+nlohmann::json LanguageModelTask::probe(Transformer& model) {
+  return probe_diagnostics(model, probe_batch_, recipe_.diagnostics, uint64_t(recipe_.run.seed), device_);
+}
+
+WorkPerStep LanguageModelTask::work_per_step() const {
+  const auto& t = recipe_.train;
+  return {"tok", t.batch_size * t.grad_accum * recipe_.model.block_size, "tokens_per_s"};
+}
+
+}  // namespace spread

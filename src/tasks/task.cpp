@@ -1,0 +1,17 @@
+#include "spread/tasks/task.h"
+
+#include "spread/tasks/contrastive.h"
+#include "spread/tasks/lm.h"
+#include "spread/tasks/mlm.h"
+
+namespace spread {
+
+std::unique_ptr<TrainingTask> make_task(const Recipe& recipe, const std::string& run_dir, torch::Device device,
+                                        const Note& note) {
+  const std::string& objective = recipe.train.objective;
+  if (objective == "mlm") return std::make_unique<MaskedLanguageModelTask>(recipe, run_dir, device, note);
+  if (objective == "contrastive") return std::make_unique<ContrastiveTask>(recipe, run_dir, device, note);
+  return std::make_unique<LanguageModelTask>(recipe, run_dir, device, note);
+}
+
+}  // namespace spread
