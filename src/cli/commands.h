@@ -5,6 +5,7 @@ namespace spread::cli {
 
 int cmd_train(int argc, char** argv);
 int cmd_eval(int argc, char** argv);
+int cmd_encode(int argc, char** argv);
 int cmd_generate(int argc, char** argv);
 int cmd_compare(int argc, char** argv);
 int cmd_diagnose(int argc, char** argv);

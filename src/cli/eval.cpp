@@ -1,31 +1,22 @@
-// spread eval --run RUN_DIR: validation loss, perplexity and bits per byte over the whole val split.
+// spread eval --run RUN_DIR: validation loss, perplexity and bits per byte over the whole val split of an LM run;
+// with --sts / --beir (or an encoder run's [eval] files) the embedding metrics instead.
 #include <cxxopts.hpp>
 #include <fmt/format.h>
+#include <fstream>
 
 #include "commands.h"
 #include "spread/data/token_file.h"
 #include "spread/eval/perplexity.h"
+#include "spread/eval/run_eval.h"
+#include "spread/train/checkpoint.h"
 #include "spread/train/run.h"
 #include "spread/train/setup.h"
 #include "spread/util/error.h"
 
 namespace spread::cli {
+namespace {
 
-int cmd_eval(int argc, char** argv) {
-  cxxopts::Options options("spread eval", "Validation loss, perplexity and bits per byte of a run's newest checkpoint.");
-  options.add_options()
-      ("run", "run directory", cxxopts::value<std::string>(), "RUN_DIR")
-      ("batch-size", "windows per forward pass", cxxopts::value<int64_t>()->default_value("16"))
-      ("max-batches", "stop after N batches (0 = the whole split)", cxxopts::value<int64_t>()->default_value("0"))
-      ("json", "print one JSON object instead of text")
-      ("h,help", "show this help");
-  auto args = options.parse(argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}\n", options.help());
-    return 0;
-  }
-  if (!args.count("run")) throw UserError("missing --run RUN_DIR (see `spread eval --help`)");
-  LoadedRun run = load_run(args["run"].as<std::string>());
+int eval_lm(LoadedRun& run, const cxxopts::ParseResult& args) {
   TokenFile val(run.dir + "/val.bin");
   EvalResult r = evaluate_split(run.model, val, args["batch-size"].as<int64_t>(), args["max-batches"].as<int64_t>(),
                                 recipe_device(run.recipe));
@@ -37,6 +28,49 @@ int cmd_eval(int argc, char** argv) {
                run.step, r.loss, r.ppl, r.bpb, r.tokens);
   }
   return 0;
+}
+
+int eval_embeddings(LoadedRun& run, const cxxopts::ParseResult& args) {
+  EmbeddingEvalRequest request;
+  request.sts = args.count("sts") ? args["sts"].as<std::string>() : run.recipe.eval.sts;
+  request.beir = args.count("beir") ? args["beir"].as<std::string>() : run.recipe.eval.beir;
+  if (args.count("pooling")) request.pooling = args["pooling"].as<std::string>();
+  request.batch_size = args["batch-size"].as<int64_t>();
+  if (request.sts.empty() && request.beir.empty())
+    throw UserError("nothing to evaluate: give --sts FILE and/or --beir DIR (see `spread eval --help`)");
+  const auto result = evaluate_embeddings(run, request);
+  if (args.count("json")) fmt::print("{}\n", result.dump());
+  else fmt::print("{}", format_embedding_eval(result));
+  if (args.count("out")) write_file_atomic(args["out"].as<std::string>(), result.dump(2) + "\n");
+  return 0;
+}
+
+}  // namespace
+
+int cmd_eval(int argc, char** argv) {
+  cxxopts::Options options("spread eval", "Evaluate a run's newest checkpoint: an LM's validation loss, perplexity "
+                                          "and bits per byte, or an embedding model on STS and BEIR retrieval.");
+  options.add_options()
+      ("run", "run directory", cxxopts::value<std::string>(), "RUN_DIR")
+      ("sts", "STS file (STS-B CSV or SICK.txt): Spearman of cosine vs gold", cxxopts::value<std::string>(), "CSV")
+      ("beir", "BEIR folder (corpus.jsonl, queries.jsonl, qrels/): nDCG@10, MRR@10, Recall@100",
+       cxxopts::value<std::string>(), "DIR")
+      ("pooling", "mean, cls or last (default: the run's loss.contrastive.pooling)", cxxopts::value<std::string>())
+      ("out", "also write the embedding metrics to this JSON file", cxxopts::value<std::string>(), "FILE.json")
+      ("batch-size", "windows or texts per forward pass", cxxopts::value<int64_t>()->default_value("64"))
+      ("max-batches", "LM: stop after N batches (0 = the whole split)", cxxopts::value<int64_t>()->default_value("0"))
+      ("json", "print one JSON object instead of text")
+      ("h,help", "show this help");
+  auto args = options.parse(argc, argv);
+  if (args.count("help")) {
+    fmt::print("{}\n", options.help());
+    return 0;
+  }
+  if (!args.count("run")) throw UserError("missing --run RUN_DIR (see `spread eval --help`)");
+  if (args["batch-size"].as<int64_t>() < 1) throw UserError("--batch-size must be at least 1");
+  LoadedRun run = load_run(args["run"].as<std::string>());
+  const bool embeddings = args.count("sts") || args.count("beir") || run.recipe.is_encoder_objective();
+  return embeddings ? eval_embeddings(run, args) : eval_lm(run, args);
 }
 
 }  // namespace spread::cli

@@ -20,7 +20,8 @@ usage: spread <command> [options]     (spread <command> --help for its options)
 commands:
   train      train from a recipe, or resume a run:  spread train RECIPE [--set key=value ...]
                                                      spread train --resume RUN_DIR
-  eval       validation loss, perplexity and bits per byte of a run
+  eval       an LM's validation loss, perplexity and bits per byte; an encoder's STS and BEIR retrieval metrics
+  encode     text embeddings of an encoder run as a .npy file
   generate   sample text from a run
   compare    a table of several runs side by side
   diagnose   SOCM, mean cosine and concentration of a run's token representations
@@ -37,6 +38,7 @@ int dispatch(int argc, char** argv) {
   char** sub_argv = argv + 1;
   if (cmd == "train") return spread::cli::cmd_train(sub_argc, sub_argv);
   if (cmd == "eval") return spread::cli::cmd_eval(sub_argc, sub_argv);
+  if (cmd == "encode") return spread::cli::cmd_encode(sub_argc, sub_argv);
   if (cmd == "generate") return spread::cli::cmd_generate(sub_argc, sub_argv);
   if (cmd == "compare") return spread::cli::cmd_compare(sub_argc, sub_argv);
   if (cmd == "diagnose") return spread::cli::cmd_diagnose(sub_argc, sub_argv);

@@ -133,6 +133,28 @@ Field string_list_field(std::string key, Ref<std::vector<std::string>> ref) {
   return f;
 }
 
+// An array of integers (an empty array is allowed).
+Field int_list_field(std::string key, Ref<std::vector<int64_t>> ref, int64_t lo, int64_t hi) {
+  Field f{key, "array of integers", nullptr, nullptr};
+  f.parse = [=](Recipe& r, const toml::node& n, const Origin& at) {
+    if (!n.is_array()) fail(at, key, "expected an array of integers, got " + node_type_name(n));
+    std::vector<int64_t> out;
+    for (const auto& e : *n.as_array()) {
+      if (!e.is_integer()) fail(at, key, "expected an array of integers, found " + node_type_name(e) + " in it");
+      int64_t v = e.as_integer()->get();
+      if (v < lo || v > hi) fail(at, key, fmt::format("{} is out of range", v), fmt::format("allowed: {}..{}", lo, hi));
+      out.push_back(v);
+    }
+    ref(r) = out;
+  };
+  f.emit = [=](const Recipe& r, toml::table& t, const std::string& leaf) {
+    toml::array a;
+    for (auto v : ref(const_cast<Recipe&>(r))) a.push_back(v);
+    t.insert_or_assign(leaf, std::move(a));
+  };
+  return f;
+}
+
 // loss.dispersion.layers: "last", "all", or an array of block indices (1-based; checked against n_layer later).
 Field layers_field(std::string key) {
   Field f{key, "\"last\", \"all\" or an array of layer indices", nullptr, nullptr};
@@ -179,9 +201,13 @@ const std::vector<Field>& schema() {
       int_field("run.seed", REF(run.seed), 0, kBig),
       int_field("run.threads", REF(run.threads), 0, 1024),
       string_field("run.device", REF(run.device)),
-      string_field("data.source", REF(data.source), {"text", "wordnet"}),
+      string_field("data.source", REF(data.source), {"text", "wordnet", "pairs", "wordnet_pairs", "stsb", "sick", "beir"}),
       string_list_field("data.path", REF(data.path)),
       float_field("data.val_fraction", REF(data.val_fraction), 0.001, 0.5),
+      int_field("data.max_length", REF(data.max_length), 0, 1 << 20),
+      string_list_field("data.columns", REF(data.columns)),
+      bool_field("data.strict", REF(data.strict)),
+      bool_field("data.hard_negatives", REF(data.hard_negatives)),
       string_field("tokenizer.kind", REF(tokenizer.kind), {"char", "bpe", "unigram"}),
       int_field("tokenizer.vocab_size", REF(tokenizer.vocab_size), 32, 1 << 20),
       string_field("tokenizer.model", REF(tokenizer.model)),
@@ -193,6 +219,8 @@ const std::vector<Field>& schema() {
       bool_field("model.bias", REF(model.bias)),
       bool_field("model.causal", REF(model.causal)),
       bool_field("model.recompute", REF(model.recompute)),
+      string_field("train.objective", REF(train.objective), {"lm", "mlm", "contrastive"}),
+      string_field("train.init_from", REF(train.init_from)),
       int_field("train.batch_size", REF(train.batch_size), 1, 1 << 20),
       int_field("train.grad_accum", REF(train.grad_accum), 1, 1 << 16),
       int_field("train.max_steps", REF(train.max_steps), 1, kBig),
@@ -219,10 +247,20 @@ const std::vector<Field>& schema() {
       int_field("loss.dispersion.max_tokens", REF(loss.dispersion.max_tokens), 2, 1 << 20),
       layers_field("loss.dispersion.layers"),
       bool_field("loss.dispersion.after_norm", REF(loss.dispersion.after_norm)),
+      float_field("loss.mlm.mask_prob", REF(loss.mlm.mask_prob), 0.001, 1.0),
+      float_field("loss.contrastive.temperature", REF(loss.contrastive.temperature), 1e-4, 100.0),
+      bool_field("loss.contrastive.symmetric", REF(loss.contrastive.symmetric)),
+      bool_field("loss.contrastive.mask_duplicates", REF(loss.contrastive.mask_duplicates)),
+      int_field("loss.contrastive.mini_batch", REF(loss.contrastive.mini_batch), 0, 1 << 20),
+      bool_field("loss.contrastive.simcse", REF(loss.contrastive.simcse)),
+      int_list_field("loss.contrastive.matryoshka_dims", REF(loss.contrastive.matryoshka_dims), 1, 65536),
+      string_field("loss.contrastive.pooling", REF(loss.contrastive.pooling), {"mean", "cls", "last"}),
       int_field("diagnostics.every", REF(diagnostics.every), 0, kBig),
       int_field("diagnostics.probe_texts", REF(diagnostics.probe_texts), 2, 4096),
       int_field("diagnostics.max_pairs", REF(diagnostics.max_pairs), 1, 1 << 24),
       bool_field("diagnostics.socm", REF(diagnostics.socm)),
+      string_field("eval.sts", REF(eval.sts)),
+      string_field("eval.beir", REF(eval.beir)),
   };
   return fields;
 }
@@ -311,6 +349,33 @@ void apply_override(Recipe& r, const std::string& assignment) {
   f->parse(r, node, at);
 }
 
+bool is_pair_source(const std::string& source) { return source != "text" && source != "wordnet"; }
+
+// Which data, model and losses each objective can use.
+void validate_objective(const Recipe& r) {
+  const Origin at{r.source, 0};
+  const std::string& objective = r.train.objective;
+  if (objective == "contrastive" && !is_pair_source(r.data.source))
+    fail(at, "data.source", "'" + r.data.source + "' gives plain text, but train.objective = \"contrastive\" needs pairs",
+         "use pairs, wordnet_pairs, stsb, sick or beir");
+  if (objective != "contrastive" && is_pair_source(r.data.source))
+    fail(at, "data.source", "'" + r.data.source + "' gives pairs, but train.objective = \"" + objective + "\" needs text",
+         "use text or wordnet, or set train.objective = \"contrastive\"");
+  if (is_pair_source(r.data.source) && r.data.source != "wordnet_pairs" && r.data.path.empty())
+    fail(at, "data.path", "data.source = \"" + r.data.source + "\" needs a path",
+         r.data.source == "beir" ? "the BEIR folder" : "the data file(s)");
+  if (objective == "mlm" && r.model.causal)
+    fail(at, "model.causal", "masked-language-model pretraining needs a bidirectional encoder", "set model.causal = false");
+  if (r.data.max_length > r.model.block_size)
+    fail(at, "data.max_length", fmt::format("{} is longer than model.block_size = {}", r.data.max_length, r.model.block_size),
+         "raise model.block_size or lower data.max_length");
+  if (r.is_encoder_objective() && r.loss.dispersion.enabled)
+    fail(at, "loss.dispersion.enabled", "dispersion is a term of the LM objective (train.objective = \"lm\")");
+  for (auto dim : r.loss.contrastive.matryoshka_dims)
+    if (dim > r.model.n_embd)
+      fail(at, "loss.contrastive.matryoshka_dims", fmt::format("{} is wider than model.n_embd = {}", dim, r.model.n_embd));
+}
+
 // Checks that involve several keys. Each names the key to change.
 void validate(const Recipe& r) {
   const Origin at{r.source, 0};
@@ -324,6 +389,7 @@ void validate(const Recipe& r) {
     fail(at, "train.min_lr", fmt::format("{} is larger than train.lr = {}", r.train.min_lr, r.train.lr));
   if (r.data.source == "text" && r.data.path.empty())
     fail(at, "data.path", "data.source = \"text\" needs at least one file", "set data.path = \"corpus.txt\"");
+  validate_objective(r);
   const auto& d = r.loss.dispersion;
   for (auto layer : d.layers)
     if (layer < 1 || layer > r.model.n_layer)

@@ -1,6 +1,9 @@
 #include "spread/data/corpus.h"
 
+#include <cmath>
+#include <fmt/format.h>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "spread/data/wordnet.h"
@@ -18,7 +21,72 @@ std::string read_text_file(const std::string& path, const std::string& recipe_fi
   return text;
 }
 
+std::string trim_copy(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+void append_jsonl_documents(const std::string& path, const std::string& text, std::vector<std::string>& out) {
+  std::istringstream lines(text);
+  std::string line;
+  for (int line_no = 1; std::getline(lines, line); ++line_no) {
+    if (trim_copy(line).empty()) continue;
+    nlohmann::json doc = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!doc.is_object() || !doc.contains("text") || !doc["text"].is_string())
+      throw user_error(path, line_no, "data.path", "not a JSON object with a string field \"text\"",
+                       "one {\"text\": ...} object per line (\"title\" optional)");
+    std::string body = doc["text"].get<std::string>();
+    if (doc.contains("title") && doc["title"].is_string() && !doc["title"].get<std::string>().empty())
+      body = doc["title"].get<std::string>() + " " + body;
+    body = trim_copy(body);
+    if (!body.empty()) out.push_back(std::move(body));
+  }
+}
+
+void append_text_documents(const std::string& text, std::vector<std::string>& out) {
+  const bool paragraphs = text.find("\n\n") != std::string::npos || text.find("\n\r\n") != std::string::npos;
+  std::istringstream lines(text);
+  std::string line, current;
+  while (std::getline(lines, line)) {
+    if (!paragraphs) {
+      if (!trim_copy(line).empty()) out.push_back(trim_copy(line));
+    } else if (trim_copy(line).empty()) {
+      if (!trim_copy(current).empty()) out.push_back(trim_copy(current));
+      current.clear();
+    } else {
+      current += line + "\n";
+    }
+  }
+  if (!trim_copy(current).empty()) out.push_back(trim_copy(current));
+}
+
 }  // namespace
+
+Documents load_documents(const DataConfig& data, const std::string& recipe_file) {
+  std::vector<std::string> docs;
+  if (data.source == "wordnet") {
+    docs = load_wordnet_texts();
+  } else {
+    for (const auto& path : data.path) {
+      std::string text = read_text_file(path, recipe_file);
+      if (ends_with(path, ".jsonl")) append_jsonl_documents(path, text, docs);
+      else append_text_documents(text, docs);
+    }
+  }
+  const auto n_val = size_t(std::ceil(double(docs.size()) * data.val_fraction));
+  if (docs.size() < 2 || n_val >= docs.size())
+    throw user_error(recipe_file, 0, "data.path", fmt::format("{} documents are too few to split", docs.size()),
+                     "add more text or lower data.val_fraction");
+  Documents out;
+  out.val.assign(docs.end() - std::ptrdiff_t(n_val), docs.end());
+  docs.resize(docs.size() - n_val);
+  out.train = std::move(docs);
+  return out;
+}
 
 Corpus split_text(std::string text, double val_fraction) {
   size_t cut = size_t(double(text.size()) * (1.0 - val_fraction));

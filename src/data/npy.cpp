@@ -132,9 +132,12 @@ Eigen::MatrixXd read_npy_matrix(const std::string& path) {
   return Eigen::Map<const RowMajorF>(reinterpret_cast<const float*>(raw.data()), rows, cols).cast<double>();
 }
 
-void write_npy_matrix(const std::string& path, const Eigen::MatrixXd& m) {
-  std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(m.rows()) + ", " +
-                       std::to_string(m.cols()) + "), }";
+namespace {
+
+// Writes the format 1.0 header of a C-order 2-D array of `descr` ('<f4', '<f8') and returns the open stream.
+std::ofstream open_npy(const std::string& path, const std::string& descr, int64_t rows, int64_t cols) {
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
+                       std::to_string(cols) + "), }";
   // numpy pads with spaces and ends with '\n' so that the data starts at a multiple of 64 bytes.
   const size_t unpadded = sizeof kMagic + 2 + 2 + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');
@@ -146,6 +149,19 @@ void write_npy_matrix(const std::string& path, const Eigen::MatrixXd& m) {
   out.write(kMagic, sizeof kMagic);
   out.write(reinterpret_cast<const char*>(version_and_length), 4);
   out.write(header.data(), std::streamsize(header.size()));
+  return out;
+}
+
+}  // namespace
+
+void write_npy_float32(const std::string& path, const float* data, int64_t rows, int64_t cols) {
+  std::ofstream out = open_npy(path, "<f4", rows, cols);
+  out.write(reinterpret_cast<const char*>(data), std::streamsize(rows * cols * int64_t(sizeof(float))));
+  if (!out) throw user_error(path, 0, "", "cannot write the .npy file", "check free disk space");
+}
+
+void write_npy_matrix(const std::string& path, const Eigen::MatrixXd& m) {
+  std::ofstream out = open_npy(path, "<f8", m.rows(), m.cols());
   const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> rows = m;
   out.write(reinterpret_cast<const char*>(rows.data()), std::streamsize(rows.size() * sizeof(double)));
   if (!out) throw user_error(path, 0, "", "cannot write the .npy file", "check free disk space");

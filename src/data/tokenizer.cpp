@@ -2,6 +2,7 @@
 //   char vocabulary = sorted(set(code points of the training text)), id = rank in that order,
 // which for tiny shakespeare is nanoGPT's 65-character vocabulary in nanoGPT's order.
 #include "spread/data/tokenizer.h"
+#include "spread/data/special_tokens.h"
 
 #include <filesystem>
 #include <fstream>
@@ -266,6 +267,7 @@ namespace {
 struct TokenizerMeta {
   std::string kind;
   int64_t vocab_size = -1;
+  bool special_tokens = false;  // data/special_tokens.h
 };
 
 TokenizerMeta read_meta(const fs::path& meta_path) {
@@ -275,6 +277,7 @@ TokenizerMeta read_meta(const fs::path& meta_path) {
   try {
     meta.kind = doc.at("kind").get<std::string>();
     meta.vocab_size = doc.at("vocab_size").get<int64_t>();
+    meta.special_tokens = doc.contains("special_tokens");
   } catch (const nlohmann::json::exception& e) {
     throw user_error(meta_path.string(), 0, "", std::string("not a tokenizer description: ") + e.what());
   }
@@ -305,7 +308,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& run_dir) {
   if (meta.vocab_size >= 0 && meta.vocab_size != tokenizer->vocab_size())
     throw user_error(meta_path.string(), 0, "vocab_size",
                      fmt::format("says {} but the tokenizer file has {}", meta.vocab_size, tokenizer->vocab_size()));
-  return tokenizer;
+  return meta.special_tokens ? with_special_tokens(std::move(tokenizer)) : std::move(tokenizer);
 }
 
 }  // namespace spread

@@ -18,7 +18,50 @@ SocmMeans socm_of_layer(const torch::Tensor& hidden) {
   return socm_means(lists);
 }
 
+// SOCM over the valid rows of each text ([B, T, F] with a [B, T] mask).
+SocmMeans socm_of_texts(const torch::Tensor& hidden, const torch::Tensor& valid) {
+  auto h = hidden.to(torch::kCPU, torch::kDouble).contiguous();
+  auto v = valid.to(torch::kCPU);
+  std::vector<Eigen::MatrixXd> lists;
+  for (int64_t b = 0; b < h.size(0); ++b) {
+    auto rows = h[b].index({v[b]}).contiguous();
+    if (rows.size(0) == 0) continue;
+    lists.push_back(Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+        rows.data_ptr<double>(), rows.size(0), rows.size(1)));
+  }
+  return socm_means(lists);
+}
+
 }  // namespace
+
+nlohmann::json probe_text_diagnostics(Transformer& model, const torch::Tensor& ids, const torch::Tensor& valid,
+                                      const DiagnosticsConfig& config, uint64_t seed, const torch::Device& device) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = model->is_training();
+  model->eval();
+  auto out = model->forward(ids.to(device), /*want_hidden=*/true, /*want_logits=*/false, valid.to(device));
+  model->train(was_training);
+  auto mask = valid.to(torch::kCPU);
+  nlohmann::json line;
+  std::vector<double> mean_cos, batch_mean_cos, concentration;
+  for (const auto& h : out.hidden) {
+    GeometryStats s = geometry_stats(h.to(torch::kCPU), mask, seed, config.max_pairs);
+    mean_cos.push_back(s.mean_cos_excl);
+    batch_mean_cos.push_back(s.batch_mean_cos);
+    concentration.push_back(s.concentration);
+  }
+  line["mean_cos"] = mean_cos;
+  line["batch_mean_cos"] = batch_mean_cos;
+  line["concentration"] = concentration;
+  line["mean_cos_final"] = geometry_stats(out.final_hidden.to(torch::kCPU), mask, seed, config.max_pairs).mean_cos_excl;
+  if (config.socm) {
+    SocmMeans s = socm_of_texts(out.final_hidden, mask);
+    line["socm"] = s.socm;
+    line["socm_d_mu"] = s.d_mu;
+    line["socm_d_sigma"] = s.d_sigma;
+  }
+  return line;
+}
 
 nlohmann::json probe_diagnostics(Transformer& model, const Batch& probe, const DiagnosticsConfig& config,
                                  uint64_t seed, const torch::Device& device) {

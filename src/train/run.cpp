@@ -1,5 +1,6 @@
 #include "spread/train/run.h"
 
+#include "spread/data/special_tokens.h"
 #include "spread/train/checkpoint.h"
 #include "spread/train/setup.h"
 #include "spread/train/trainer.h"
@@ -26,8 +27,11 @@ LoadedRun load_run(const std::string& run_dir) {
 
 std::vector<torch::Tensor> text_hidden_states(LoadedRun& run, const std::string& text) {
   torch::NoGradGuard no_grad;
-  auto ids = run.tokenizer->encode(text);
+  // Encoders read "[CLS] text [SEP]" as in training; an LM reads the text alone.
   const auto block = run.model->config().block_size;
+  const int64_t length = run.recipe.data.max_length > 0 ? run.recipe.data.max_length : block;
+  auto ids = run.recipe.is_encoder_objective() ? encode_for_encoder(*run.tokenizer, text, length)
+                                               : run.tokenizer->encode(text);
   if (int64_t(ids.size()) > block) ids.resize(size_t(block));
   if (ids.empty()) return {};
   auto idx = torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kLong).view({1, -1});

@@ -74,6 +74,16 @@ RunData prepare_data(const Recipe& recipe, const std::string& run_dir,
   return data;
 }
 
+void copy_tokenizer_files(const Recipe& recipe, const std::string& run_dir) {
+  const fs::path from = recipe.train.init_from;
+  if (!fs::exists(from / "tokenizer.json"))
+    throw user_error(recipe.source, 0, "train.init_from", "'" + from.string() + "' holds no tokenizer.json",
+                     "give the directory of a run trained with spread (<run.out_dir>/<run.name>)");
+  fs::create_directories(run_dir);
+  for (const char* name : {"tokenizer.json", "tokenizer.model", "tokenizer.chars"})
+    if (fs::exists(from / name)) fs::copy_file(from / name, fs::path(run_dir) / name, fs::copy_options::overwrite_existing);
+}
+
 void load_model_weights(Transformer& model, const std::map<std::string, torch::Tensor>& tensors,
                         const std::string& source) {
   torch::NoGradGuard no_grad;

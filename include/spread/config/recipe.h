@@ -17,9 +17,14 @@ struct RunConfig {
 };
 
 struct DataConfig {
-  std::string source = "wordnet";  // text | wordnet
-  std::vector<std::string> path;   // text files (source = "text")
-  double val_fraction = 0.1;       // the last fraction of the corpus is the validation split
+  // Text for lm / mlm: text | wordnet. Pairs for contrastive: pairs | wordnet_pairs | stsb | sick | beir.
+  std::string source = "wordnet";
+  std::vector<std::string> path;   // text or pair files, the STS-B / SICK file, the BEIR folder
+  double val_fraction = 0.1;       // text: the last fraction of the corpus; pairs: a seeded sample of examples
+  int64_t max_length = 0;          // encoder objectives: tokens per text with [CLS]/[SEP] (0 = model.block_size)
+  std::vector<std::string> columns;  // pair files: [anchor, positive, negative...] column names (empty = by name)
+  bool strict = false;             // pair files: a bad row is an error instead of being skipped and counted
+  bool hard_negatives = false;     // sick: only the entailment pairs that have a contradiction, as a hard negative
 };
 
 struct TokenizerConfig {
@@ -40,6 +45,8 @@ struct ModelConfig {
 };
 
 struct TrainConfig {
+  std::string objective = "lm";  // lm | mlm | contrastive
+  std::string init_from;         // a run directory whose newest checkpoint gives the initial model weights
   int64_t batch_size = 12;
   int64_t grad_accum = 1;
   int64_t max_steps = 2000;
@@ -71,8 +78,33 @@ struct DispersionConfig {
   bool after_norm = false;
 };
 
+// Masked-language-model pretraining of an encoder (BERT): mask_prob of the non-special tokens are chosen; of
+// those 80% become [MASK], 10% a random token, 10% stay; the loss is over chosen positions only.
+struct MlmConfig {
+  double mask_prob = 0.15;
+};
+
+// In-batch InfoNCE on pooled text embeddings (SPEC section 3).
+struct ContrastiveConfig {
+  double temperature = 0.05;
+  bool symmetric = false;
+  bool mask_duplicates = true;           // a candidate whose text equals the anchor's positive is not a negative
+  int64_t mini_batch = 0;                // > 0: cached mode (GradCache) with mini-batches of this many texts
+  bool simcse = false;                   // unsupervised: the positive is the anchor under another dropout mask
+  std::vector<int64_t> matryoshka_dims;  // empty = the full width only
+  std::string pooling = "mean";          // mean | cls | last
+};
+
 struct LossConfig {
   DispersionConfig dispersion;
+  MlmConfig mlm;
+  ContrastiveConfig contrastive;
+};
+
+// Evaluations of encoders during training (every train.eval_every steps) and their defaults for `spread eval`.
+struct EvalConfig {
+  std::string sts;   // an STS CSV (sentence1, sentence2, score) or SICK.txt: Spearman of cosine vs gold
+  std::string beir;  // a BEIR folder: nDCG@10, MRR@10, Recall@100 by exact search
 };
 
 struct DiagnosticsConfig {
@@ -91,8 +123,10 @@ struct Recipe {
   TrainConfig train;
   LossConfig loss;
   DiagnosticsConfig diagnostics;
+  EvalConfig eval;
 
-  std::string run_dir() const;  // run.out_dir / run.name
+  std::string run_dir() const;
+  bool is_encoder_objective() const { return train.objective != "lm"; }  // run.out_dir / run.name
 };
 
 // Parses TOML text; `source_name` names it in messages. Applies `overrides` ("section.key=value") afterwards.

@@ -5,6 +5,8 @@
 // dict literal {'descr': '<f8', 'fortran_order': False, 'shape': (n, d), } padded with spaces, then the data.
 #include <Eigen/Core>
 
+#include <cstdint>
+
 #include <string>
 
 namespace spread {
@@ -15,5 +17,8 @@ Eigen::MatrixXd read_npy_matrix(const std::string& path);
 
 // Writes `m` as a C-order '<f8' array in format 1.0 (numpy.load reads it).
 void write_npy_matrix(const std::string& path, const Eigen::MatrixXd& m);
+
+// Writes rows x cols float32 values (row-major) as a C-order '<f4' array in format 1.0.
+void write_npy_float32(const std::string& path, const float* data, int64_t rows, int64_t cols);
 
 }  // namespace spread

@@ -17,6 +17,13 @@
 
 namespace spread {
 
+// Reserved ids of encoders (data/special_tokens.h); -1 where the tokenizer has none.
+struct SpecialIds {
+  int32_t pad = -1, cls = -1, sep = -1, mask = -1;
+  bool present() const { return pad >= 0; }
+  bool is_special(int32_t id) const { return present() && (id == pad || id == cls || id == sep || id == mask); }
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -32,6 +39,7 @@ class Tokenizer {
   // Sentencepiece's reserved <s> and </s> ids (1 and 2 in models trained here); -1 when there are none (char).
   virtual int32_t bos_id() const { return -1; }
   virtual int32_t eos_id() const { return -1; }
+  virtual SpecialIds special_ids() const { return {}; }
 };
 
 struct TokenizerSpec {

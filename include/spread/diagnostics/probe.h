@@ -14,4 +14,11 @@ namespace spread {
 nlohmann::json probe_diagnostics(Transformer& model, const Batch& probe, const DiagnosticsConfig& config,
                                  uint64_t seed, const torch::Device& device);
 
+// The same on single texts with a padding mask (encoders): ids, valid [B, T] (valid: true = real token). Padding
+// never enters a statistic. Besides the per-layer arrays, mean_cos_final is the intra-text mean cosine after the
+// final LayerNorm (what pooling and the LM head see), and with `socm` SOCM is over the texts' valid rows of that
+// state.
+nlohmann::json probe_text_diagnostics(Transformer& model, const torch::Tensor& ids, const torch::Tensor& valid,
+                                      const DiagnosticsConfig& config, uint64_t seed, const torch::Device& device);
+
 }  // namespace spread

@@ -24,7 +24,7 @@ struct LoadedRun {
 LoadedRun load_run(const std::string& run_dir);
 
 // Hidden states of one text, one [n, F] float tensor per layer (0 = embeddings, i = output of block i), truncated
-// to the model's block size. Runs under no_grad.
+// to the model's block size (encoder runs: "[CLS] text [SEP]" up to data.max_length). Runs under no_grad.
 std::vector<torch::Tensor> text_hidden_states(LoadedRun& run, const std::string& text);
 
 }  // namespace spread

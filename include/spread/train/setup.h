@@ -27,6 +27,10 @@ struct RunData {
 // `log` receives one line per thing built.
 RunData prepare_data(const Recipe& recipe, const std::string& run_dir, const std::function<void(const std::string&)>& log);
 
+// [train] init_from: copies the tokenizer files of that run into run_dir (a model is only as good as the ids it
+// was trained on). UserError naming train.init_from when that directory has no tokenizer.
+void copy_tokenizer_files(const Recipe& recipe, const std::string& run_dir);
+
 // Copies a checkpoint's "model.<name>" tensors into the model's parameters (UserError on a mismatch).
 void load_model_weights(Transformer& model, const std::map<std::string, torch::Tensor>& tensors,
                         const std::string& source);

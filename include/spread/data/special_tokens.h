@@ -1,0 +1,28 @@
+#pragma once
+// Reserved ids for encoders: [PAD], [CLS], [SEP], [MASK]. They are appended after the base tokenizer's vocabulary
+// (ids V..V+3 for a base of V ids), so the base's own ids and files stay exactly as they are (a sentencepiece
+// .model stays a plain sentencepiece model) and encode() never produces them: a text that contains "[MASK]" is
+// tokenised as text, it cannot inject a special token. tokenizer.json records them ("special_tokens"), and
+// load_tokenizer() restores them.
+//
+// Which runs get them: tokenizers built for encoder objectives (mlm, contrastive); an LM's tokenizer has none, so
+// LM runs train exactly as before. Texts for encoders are "[CLS] text [SEP]" when the tokenizer has them.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "spread/data/tokenizer.h"
+
+namespace spread {
+
+inline const std::vector<std::string> kSpecialTokenNames = {"[PAD]", "[CLS]", "[SEP]", "[MASK]"};
+
+// The base tokenizer with the four reserved ids appended (vocab_size() = base + 4).
+std::unique_ptr<Tokenizer> with_special_tokens(std::unique_ptr<Tokenizer> base);
+
+// "[CLS] text [SEP]" (or the text's ids alone when the tokenizer has no special tokens), truncated to max_length
+// ids in all; the [SEP] is kept when the text is cut.
+std::vector<int32_t> encode_for_encoder(const Tokenizer& tokenizer, const std::string& text, int64_t max_length);
+
+}  // namespace spread

@@ -1,0 +1,46 @@
+#pragma once
+// What the encoder tasks (mlm, contrastive) share: the tokenizer with reserved ids, the text length, the fixed
+// probe of single texts, and the [eval] sts / beir evaluations run at every evaluation step.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "spread/data/beir.h"
+#include "spread/data/pairs.h"
+#include "spread/eval/encoder_eval.h"
+#include "spread/tasks/task.h"
+
+namespace spread {
+
+// Tokens per text, [CLS] and [SEP] included: data.max_length, or model.block_size when it is 0.
+int64_t text_length(const Recipe& recipe);
+
+// The run's tokenizer: loaded from run_dir when it is there (resume, or copied by train.init_from), otherwise
+// built from `training_texts` (tokenizer.kind, vocab_size) with the reserved ids of data/special_tokens.h.
+std::shared_ptr<Tokenizer> prepare_encoder_tokenizer(const Recipe& recipe, const std::string& run_dir,
+                                                     const std::vector<std::string>& training_texts, const Note& note);
+
+EncoderSpec encoder_spec(const Recipe& recipe, const torch::Device& device);
+
+// Tokenised texts, each one sequence of encode_for_encoder (never empty: an empty text keeps one [PAD] position).
+std::vector<std::vector<int32_t>> tokenize_texts(const Tokenizer& tokenizer, const std::vector<std::string>& texts,
+                                                 int64_t max_length);
+
+// [eval] sts and beir, read once at the start (a missing or malformed file fails the start, not step 500).
+class EncoderEvaluations {
+ public:
+  EncoderEvaluations(const Recipe& recipe, const Note& note);
+  // Adds sts_spearman, ndcg@10, mrr@10, recall@100 to e (and to its summary).
+  void run(Transformer& model, const Tokenizer& tokenizer, const EncoderSpec& spec, Evaluation& e) const;
+
+ private:
+  std::vector<StsPair> sts_;
+  std::optional<BeirData> beir_;
+};
+
+// Geometry diagnostics of fixed single texts (diagnostics/probe.h), tokenised sequences padded into one batch.
+nlohmann::json probe_sequences(Transformer& model, const std::vector<const std::vector<int32_t>*>& seqs, int32_t pad_id,
+                               const Recipe& recipe, const torch::Device& device);
+
+}  // namespace spread

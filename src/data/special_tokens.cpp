@@ -1,0 +1,85 @@
+#include "spread/data/special_tokens.h"
+
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "spread/util/error.h"
+#include "spread/util/file.h"
+
+namespace fs = std::filesystem;
+
+namespace spread {
+namespace {
+
+class SpecialTokenizer : public Tokenizer {
+ public:
+  explicit SpecialTokenizer(std::unique_ptr<Tokenizer> base) : base_(std::move(base)) {
+    const auto v = int32_t(base_->vocab_size());
+    ids_ = {v, v + 1, v + 2, v + 3};
+  }
+  std::vector<int32_t> encode(const std::string& text) const override { return base_->encode(text); }
+  std::string decode(const std::vector<int32_t>& ids) const override {
+    // Runs of base ids go through the base decoder; a reserved id reads as its name.
+    std::string out;
+    std::vector<int32_t> run;
+    auto flush = [&] {
+      if (!run.empty()) out += base_->decode(run);
+      run.clear();
+    };
+    for (int32_t id : ids) {
+      if (id >= ids_.pad && id <= ids_.mask) {
+        flush();
+        out += kSpecialTokenNames[size_t(id - ids_.pad)];
+      } else {
+        run.push_back(id);
+      }
+    }
+    flush();
+    return out;
+  }
+  int64_t vocab_size() const override { return base_->vocab_size() + 4; }
+  std::string kind() const override { return base_->kind(); }
+  int32_t bos_id() const override { return base_->bos_id(); }
+  int32_t eos_id() const override { return base_->eos_id(); }
+  SpecialIds special_ids() const override { return ids_; }
+  void save(const std::string& run_dir) const override {
+    base_->save(run_dir);
+    const fs::path meta_path = fs::path(run_dir) / "tokenizer.json";
+    auto bytes = read_whole_file(meta_path.string());
+    if (!bytes) throw user_error(meta_path.string(), 0, "", "cannot read the tokenizer description just written");
+    nlohmann::json meta = nlohmann::json::parse(*bytes);
+    meta["special_tokens"] = {{"[PAD]", ids_.pad}, {"[CLS]", ids_.cls}, {"[SEP]", ids_.sep}, {"[MASK]", ids_.mask}};
+    const std::string tmp = meta_path.string() + ".tmp";
+    std::ofstream(tmp, std::ios::binary | std::ios::trunc) << meta.dump(2) << "\n";
+    fs::rename(tmp, meta_path);
+  }
+
+ private:
+  std::unique_ptr<Tokenizer> base_;
+  SpecialIds ids_;
+};
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> with_special_tokens(std::unique_ptr<Tokenizer> base) {
+  if (base->special_ids().present()) return base;
+  return std::make_unique<SpecialTokenizer>(std::move(base));
+}
+
+std::vector<int32_t> encode_for_encoder(const Tokenizer& tokenizer, const std::string& text, int64_t max_length) {
+  std::vector<int32_t> ids = tokenizer.encode(text);
+  const SpecialIds s = tokenizer.special_ids();
+  if (!s.present()) {
+    if (int64_t(ids.size()) > max_length) ids.resize(size_t(max_length));
+    return ids;
+  }
+  const auto body = size_t(std::max<int64_t>(max_length - 2, 0));
+  if (ids.size() > body) ids.resize(body);
+  ids.insert(ids.begin(), s.cls);
+  ids.push_back(s.sep);
+  return ids;
+}
+
+}  // namespace spread

@@ -1,0 +1,71 @@
+#include "spread/eval/embed.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "spread/data/special_tokens.h"
+
+namespace spread {
+
+TextBatch pad_batch(const std::vector<const std::vector<int32_t>*>& seqs, int32_t pad_id, const torch::Device& device) {
+  int64_t longest = 0;
+  for (const auto* s : seqs) longest = std::max<int64_t>(longest, int64_t(s->size()));
+  auto ids = torch::full({int64_t(seqs.size()), longest}, int64_t(std::max(pad_id, 0)), torch::kLong);
+  auto mask = torch::zeros({int64_t(seqs.size()), longest}, torch::kBool);
+  auto ids_a = ids.accessor<int64_t, 2>();
+  auto mask_a = mask.accessor<bool, 2>();
+  for (size_t b = 0; b < seqs.size(); ++b)
+    for (size_t t = 0; t < seqs[b]->size(); ++t) {
+      ids_a[int64_t(b)][int64_t(t)] = (*seqs[b])[t];
+      mask_a[int64_t(b)][int64_t(t)] = true;
+    }
+  if (!device.is_cpu()) return {ids.to(device), mask.to(device)};
+  return {ids, mask};
+}
+
+torch::Tensor embed_batch(Transformer& model, const TextBatch& batch, Pooling pooling) {
+  auto out = model->forward(batch.ids, /*want_hidden=*/false, /*want_logits=*/false, batch.mask);
+  return pool(pooling, out.final_hidden, batch.mask);
+}
+
+torch::Tensor embed_sequences(Transformer& model, const std::vector<std::vector<int32_t>>& seqs, int32_t pad_id,
+                              Pooling pooling, int64_t batch_size, const torch::Device& device,
+                              const std::function<void(int64_t, int64_t)>& progress) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = model->is_training();
+  model->eval();
+  const auto n = int64_t(seqs.size());
+  // Longest first: similar lengths share a batch, and a too-large batch fails at once rather than at the end.
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return seqs[a].size() > seqs[b].size(); });
+  torch::Tensor result;
+  for (int64_t first = 0; first < n; first += batch_size) {
+    const int64_t count = std::min(batch_size, n - first);
+    std::vector<const std::vector<int32_t>*> batch;
+    for (int64_t i = first; i < first + count; ++i) batch.push_back(&seqs[size_t(order[size_t(i)])]);
+    auto e = embed_batch(model, pad_batch(batch, pad_id, device), pooling).to(torch::kCPU, torch::kFloat);
+    if (!result.defined()) result = torch::empty({n, e.size(1)}, torch::kFloat);
+    auto index = torch::tensor(std::vector<int64_t>(order.begin() + first, order.begin() + first + count), torch::kLong);
+    result.index_copy_(0, index, e);
+    if (progress) progress(first + count, n);
+  }
+  model->train(was_training);
+  if (!result.defined()) result = torch::empty({0, model->config().n_embd}, torch::kFloat);
+  return result;
+}
+
+torch::Tensor embed_texts(Transformer& model, const Tokenizer& tokenizer, const std::vector<std::string>& texts,
+                          int64_t max_length, Pooling pooling, int64_t batch_size, const torch::Device& device,
+                          const std::function<void(int64_t, int64_t)>& progress) {
+  std::vector<std::vector<int32_t>> seqs;
+  seqs.reserve(texts.size());
+  for (const auto& t : texts) {
+    seqs.push_back(encode_for_encoder(tokenizer, t, max_length));
+    // An empty text still gets one position, so that every input has an embedding.
+    if (seqs.back().empty()) seqs.back().push_back(std::max(tokenizer.special_ids().pad, 0));
+  }
+  return embed_sequences(model, seqs, tokenizer.special_ids().pad, pooling, batch_size, device, progress);
+}
+
+}  // namespace spread

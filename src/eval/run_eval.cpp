@@ -1,0 +1,128 @@
+#include "spread/eval/run_eval.h"
+
+#include <chrono>
+#include <fmt/format.h>
+#include <sstream>
+
+#include "spread/data/npy.h"
+#include "spread/eval/embed.h"
+#include "spread/eval/encoder_eval.h"
+#include "spread/log/progress.h"
+#include "spread/train/setup.h"
+#include "spread/util/error.h"
+#include "spread/util/file.h"
+
+namespace spread {
+namespace {
+
+// "encoding 12000/50000 texts | 850 texts/s | ETA 45s" on stderr, at most about once a second.
+class TextProgress {
+ public:
+  explicit TextProgress(std::string what) : what_(std::move(what)), start_(Clock::now()), last_(start_) {}
+  void operator()(int64_t done, int64_t total) {
+    auto now = Clock::now();
+    if (done < total && std::chrono::duration<double>(now - last_).count() < 1.0) return;
+    last_ = now;
+    const double s = std::chrono::duration<double>(now - start_).count(), rate = double(done) / std::max(s, 1e-9);
+    fmt::print(stderr, "{} {}/{} texts | {:.0f} texts/s | ETA {}\n", what_, done, total, rate,
+               format_duration(double(total - done) / std::max(rate, 1e-9)));
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::string what_;
+  Clock::time_point start_, last_;
+};
+
+EncoderSpec spec_of(const LoadedRun& run, const std::string& pooling, int64_t batch_size) {
+  EncoderSpec spec;
+  spec.max_length = run.recipe.data.max_length > 0 ? run.recipe.data.max_length : run.recipe.model.block_size;
+  try {
+    spec.pooling = parse_pooling(pooling.empty() ? run.recipe.loss.contrastive.pooling : pooling);
+  } catch (const std::invalid_argument& e) {
+    throw user_error("", 0, "--pooling", e.what());
+  }
+  spec.batch_size = batch_size;
+  spec.device = recipe_device(run.recipe);
+  return spec;
+}
+
+std::vector<std::string> read_texts(const std::string& path) {
+  auto bytes = read_whole_file(path);
+  if (!bytes) throw user_error(path, 0, "--in", "cannot read the file", "check the path");
+  const bool jsonl = path.size() >= 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0;
+  std::vector<std::string> texts;
+  std::istringstream lines(*bytes);
+  std::string line;
+  for (int line_no = 1; std::getline(lines, line); ++line_no) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!jsonl) {
+      texts.push_back(line);
+      continue;
+    }
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    auto doc = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!doc.is_object() || !doc.contains("text") || !doc["text"].is_string())
+      throw user_error(path, line_no, "--in", "not a JSON object with a string field \"text\"",
+                       "one {\"text\": ...} object per line");
+    std::string text = doc["text"].get<std::string>();
+    if (doc.contains("title") && doc["title"].is_string() && !doc["title"].get<std::string>().empty())
+      text = doc["title"].get<std::string>() + " " + text;
+    texts.push_back(std::move(text));
+  }
+  if (texts.empty()) throw user_error(path, 0, "--in", "holds no text", "one text per line (.txt) or .jsonl");
+  return texts;
+}
+
+}  // namespace
+
+nlohmann::json evaluate_embeddings(LoadedRun& run, const EmbeddingEvalRequest& request) {
+  const EncoderSpec spec = spec_of(run, request.pooling, request.batch_size);
+  nlohmann::json result = {{"run", run.dir}, {"step", run.step},
+                           {"pooling", request.pooling.empty() ? run.recipe.loss.contrastive.pooling : request.pooling}};
+  if (!request.sts.empty()) {
+    auto pairs = load_sts_csv(request.sts);
+    StsScore s = evaluate_sts(run.model, *run.tokenizer, pairs, spec);
+    result["sts"] = {{"file", request.sts}, {"pairs", s.pairs}, {"spearman", s.spearman}};
+  }
+  if (!request.beir.empty()) {
+    BeirData data = load_beir(request.beir);
+    TextProgress progress("encoding");
+    RetrievalMetrics r = evaluate_retrieval(run.model, *run.tokenizer, data, spec, std::ref(progress));
+    result["beir"] = {{"dir", request.beir}, {"qrels", data.qrels_file}, {"queries", r.queries},
+                      {"documents", data.corpus_ids.size()}, {"ndcg@10", r.ndcg_at_10}, {"mrr@10", r.mrr_at_10},
+                      {"recall@100", r.recall_at_100}};
+  }
+  return result;
+}
+
+std::string format_embedding_eval(const nlohmann::json& r) {
+  std::string out = fmt::format("run {} at step {} ({} pooling)\n", r["run"].get<std::string>(), r["step"].get<int64_t>(),
+                                r["pooling"].get<std::string>());
+  out += fmt::format("{:<14} {:>8}  {}\n", "metric", "value", "data");
+  if (r.contains("sts"))
+    out += fmt::format("{:<14} {:>8.4f}  {} ({} pairs)\n", "STS Spearman", r["sts"]["spearman"].get<double>(),
+                       r["sts"]["file"].get<std::string>(), r["sts"]["pairs"].get<int64_t>());
+  if (r.contains("beir")) {
+    const auto& b = r["beir"];
+    const std::string data = fmt::format("{} ({} queries, {} documents)", b["dir"].get<std::string>(),
+                                         b["queries"].get<int64_t>(), b["documents"].get<int64_t>());
+    for (const char* key : {"ndcg@10", "mrr@10", "recall@100"})
+      out += fmt::format("{:<14} {:>8.4f}  {}\n", key, b[key].get<double>(), data);
+  }
+  return out;
+}
+
+int64_t encode_file(LoadedRun& run, const EncodeRequest& request) {
+  const auto texts = read_texts(request.in);
+  const EncoderSpec spec = spec_of(run, request.pooling, request.batch_size);
+  TextProgress progress("encoding");
+  auto e = embed_texts(run.model, *run.tokenizer, texts, spec.max_length, spec.pooling, spec.batch_size, spec.device,
+                       std::ref(progress));
+  if (request.normalize) e = torch::nn::functional::normalize(e, torch::nn::functional::NormalizeFuncOptions().dim(1));
+  e = e.contiguous();
+  write_npy_float32(request.out, e.data_ptr<float>(), e.size(0), e.size(1));
+  return e.size(0);
+}
+
+}  // namespace spread

@@ -1,0 +1,187 @@
+#include "spread/tasks/contrastive.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+
+#include "spread/diagnostics/alignment.h"
+#include "spread/eval/embed.h"
+#include "spread/util/error.h"
+
+namespace spread {
+namespace {
+
+using Seqs = std::vector<const std::vector<int32_t>*>;
+
+torch::Tensor embed_group(Transformer& model, const Seqs& seqs, const ContrastiveStepOptions& opt) {
+  return embed_batch(model, pad_batch(seqs, opt.pad_id, opt.device), opt.pooling);
+}
+
+Seqs slice(const Seqs& seqs, int64_t first, int64_t count) {
+  return Seqs(seqs.begin() + first, seqs.begin() + first + count);
+}
+
+torch::Tensor nce(const torch::Tensor& anchors, const torch::Tensor& candidates, const ContrastiveBatch& batch,
+                  const ContrastiveStepOptions& opt) {
+  return info_nce(anchors, candidates, opt.loss, batch.anchor_text_ids, batch.candidate_text_ids);
+}
+
+double cached_backward(Transformer& model, const ContrastiveBatch& batch, const ContrastiveStepOptions& opt) {
+  Seqs all = batch.anchors;
+  all.insert(all.end(), batch.candidates.begin(), batch.candidates.end());
+  const auto n = int64_t(all.size()), n_anchors = int64_t(batch.anchors.size()), m = opt.mini_batch;
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  std::vector<torch::Tensor> states, embeddings;
+  {
+    torch::NoGradGuard no_grad;
+    for (int64_t first = 0; first < n; first += m) {
+      states.push_back(generator.get_state());
+      embeddings.push_back(embed_group(model, slice(all, first, std::min(m, n - first)), opt));
+    }
+  }
+  auto e = torch::cat(embeddings).detach().requires_grad_(true);
+  auto loss = nce(e.narrow(0, 0, n_anchors), e.narrow(0, n_anchors, n - n_anchors), batch, opt);
+  (opt.grad_scale == 1.0 ? loss : loss * opt.grad_scale).backward();
+  const auto grad = e.grad();
+  for (size_t chunk = 0; chunk < states.size(); ++chunk) {
+    const int64_t first = int64_t(chunk) * m, count = std::min(m, n - first);
+    generator.set_state(states[chunk]);  // the same dropout masks as in the first pass
+    embed_group(model, slice(all, first, count), opt).backward(grad.narrow(0, first, count));
+  }
+  return loss.item<double>();
+}
+
+}  // namespace
+
+double contrastive_backward(Transformer& model, const ContrastiveBatch& batch, const ContrastiveStepOptions& opt) {
+  if (opt.mini_batch > 0) return cached_backward(model, batch, opt);
+  auto loss = nce(embed_group(model, batch.anchors, opt), embed_group(model, batch.candidates, opt), batch, opt);
+  (opt.grad_scale == 1.0 ? loss : loss * opt.grad_scale).backward();
+  return loss.item<double>();
+}
+
+ContrastiveTask::ContrastiveTask(const Recipe& recipe, const std::string& run_dir, torch::Device device,
+                                 const Note& note)
+    : recipe_(recipe), device_(device), evaluations_(recipe, note) {
+  const auto& c = recipe.loss.contrastive;
+  if (c.simcse && recipe.model.dropout <= 0)
+    throw user_error(recipe.source, 0, "model.dropout", "loss.contrastive.simcse needs dropout: with 0 the positive "
+                     "is the anchor itself", "set model.dropout = 0.1");
+  if (c.mini_batch > 0 && !device.is_cpu() && recipe.model.dropout > 0)
+    throw user_error(recipe.source, 0, "loss.contrastive.mini_batch", "cached mode replays the CPU generator only, "
+                     "so with dropout on another device its gradient would not be exact", "use model.dropout = 0 there");
+  PairSourceSpec spec;
+  spec.source = recipe.data.source;
+  spec.paths = recipe.data.path;
+  spec.columns = recipe.data.columns;
+  spec.strict = recipe.data.strict;
+  spec.hard_negatives = recipe.data.hard_negatives;
+  spec.val_fraction = recipe.data.val_fraction;
+  spec.seed = uint64_t(recipe.run.seed);
+  spec.recipe_file = recipe.source;
+  PairSet pairs = load_pairs(spec);
+  note("data: " + pairs.description);
+  for (const auto& m : pairs.bad_row_messages) note("  skipped: " + m);
+  if (pairs.train.size() < 2) throw user_error(recipe.source, 0, "data.path", "fewer than two training pairs");
+  tokenizer_ = prepare_encoder_tokenizer(recipe, run_dir, pair_texts(pairs.train), note);
+  train_ = index_examples(pairs.train);
+  val_ = index_examples(pairs.val);
+  sampler_ = std::make_unique<PairBatchSampler>(pairs.train, uint64_t(recipe.run.seed));
+  note(fmt::format("data: {} train / {} val pairs, {} hard negative(s) each, {} distinct texts of at most {} tokens",
+                   train_.size(), val_.size(), train_.front().negatives.size(), texts_.size(), text_length(recipe)));
+  step_options_.loss = {c.temperature, c.symmetric, c.matryoshka_dims};
+  check_contrastive_options(step_options_.loss, recipe.model.n_embd);
+  step_options_.pooling = parse_pooling(c.pooling);
+  step_options_.pad_id = tokenizer_->special_ids().pad;
+  step_options_.mini_batch = c.mini_batch;
+  step_options_.device = device;
+}
+
+std::vector<ContrastiveTask::Example> ContrastiveTask::index_examples(const std::vector<PairExample>& examples) {
+  auto id_of = [&](const std::string& text) {
+    auto [it, inserted] = text_index_.emplace(text, int32_t(texts_.size()));
+    if (inserted) texts_.push_back(tokenize_texts(*tokenizer_, {text}, text_length(recipe_)).front());
+    return it->second;
+  };
+  std::vector<Example> out;
+  for (const auto& e : examples) {
+    Example x{id_of(e.anchor), id_of(e.positive), {}};
+    for (const auto& n : e.negatives) x.negatives.push_back(id_of(n));
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+ContrastiveBatch ContrastiveTask::make_batch(const std::vector<Example>& set, const std::vector<int64_t>& picked) const {
+  const bool simcse = recipe_.loss.contrastive.simcse;
+  std::vector<int64_t> anchor_ids, candidate_ids;
+  ContrastiveBatch b;
+  auto add = [&](Seqs& seqs, std::vector<int64_t>& ids, int32_t text) {
+    seqs.push_back(&texts_[size_t(text)]);
+    ids.push_back(text);
+  };
+  for (int64_t i : picked) add(b.anchors, anchor_ids, set[size_t(i)].anchor);
+  for (int64_t i : picked) add(b.candidates, candidate_ids, simcse ? set[size_t(i)].anchor : set[size_t(i)].positive);
+  const size_t negatives = simcse ? 0 : set[size_t(picked.front())].negatives.size();
+  for (size_t k = 0; k < negatives; ++k)
+    for (int64_t i : picked) add(b.candidates, candidate_ids, set[size_t(i)].negatives[k]);
+  if (recipe_.loss.contrastive.mask_duplicates) {
+    b.anchor_text_ids = torch::tensor(anchor_ids, torch::kLong).to(device_);
+    b.candidate_text_ids = torch::tensor(candidate_ids, torch::kLong).to(device_);
+  }
+  return b;
+}
+
+MicroStepLoss ContrastiveTask::micro_step(Transformer& model, int64_t step, int64_t micro, int64_t micro_steps) {
+  auto picked = sampler_->sample(recipe_.train.batch_size, uint64_t(step), uint64_t(micro), micro_steps);
+  ContrastiveStepOptions opt = step_options_;
+  opt.grad_scale = micro_steps == 1 ? 1.0 : 1.0 / double(micro_steps);
+  const double loss = contrastive_backward(model, make_batch(train_, picked), opt);
+  return {loss, {{"contrastive", loss}}};
+}
+
+Evaluation ContrastiveTask::evaluate(Transformer& model) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = model->is_training();
+  model->eval();
+  double sum = 0;
+  int64_t batches = 0;
+  const auto b = recipe_.train.batch_size;
+  for (int64_t first = 0; first + 1 < int64_t(val_.size()) && batches < recipe_.train.eval_batches; first += b) {
+    std::vector<int64_t> picked;
+    for (int64_t i = first; i < std::min<int64_t>(first + b, int64_t(val_.size())); ++i) picked.push_back(i);
+    ContrastiveBatch batch = make_batch(val_, picked);
+    sum += nce(embed_group(model, batch.anchors, step_options_), embed_group(model, batch.candidates, step_options_),
+               batch, step_options_).item<double>();
+    ++batches;
+  }
+  model->train(was_training);
+  const double loss = batches > 0 ? sum / double(batches) : std::nan("");
+  Evaluation e{{{"val_loss", loss}}, fmt::format("val contrastive loss {:.4f}", loss)};
+  evaluations_.run(model, *tokenizer_, encoder_spec(recipe_, device_), e);
+  return e;
+}
+
+nlohmann::json ContrastiveTask::probe(Transformer& model) {
+  const auto n = std::min<int64_t>(recipe_.diagnostics.probe_texts, int64_t(val_.size()));
+  Seqs anchors, positives;
+  for (int64_t i = 0; i < n; ++i) {
+    anchors.push_back(&texts_[size_t(val_[size_t(i)].anchor)]);
+    positives.push_back(&texts_[size_t(val_[size_t(i)].positive)]);
+  }
+  nlohmann::json line = probe_sequences(model, anchors, step_options_.pad_id, recipe_, device_);
+  torch::NoGradGuard no_grad;
+  const bool was_training = model->is_training();
+  model->eval();
+  auto ea = embed_group(model, anchors, step_options_).to(torch::kCPU);
+  auto ep = embed_group(model, positives, step_options_).to(torch::kCPU);
+  model->train(was_training);
+  line["align"] = alignment(ea, ep);
+  line["uniform"] = uniformity(ea);
+  return line;
+}
+
+WorkPerStep ContrastiveTask::work_per_step() const {
+  return {"pairs", recipe_.train.batch_size * recipe_.train.grad_accum, "pairs_per_s"};
+}
+
+}  // namespace spread

@@ -1,0 +1,82 @@
+#include "spread/tasks/encoder.h"
+
+#include <filesystem>
+#include <fmt/format.h>
+
+#include "spread/data/special_tokens.h"
+#include "spread/diagnostics/probe.h"
+#include "spread/eval/embed.h"
+#include "spread/util/error.h"
+
+namespace fs = std::filesystem;
+
+namespace spread {
+
+int64_t text_length(const Recipe& recipe) {
+  return recipe.data.max_length > 0 ? recipe.data.max_length : recipe.model.block_size;
+}
+
+std::shared_ptr<Tokenizer> prepare_encoder_tokenizer(const Recipe& recipe, const std::string& run_dir,
+                                                     const std::vector<std::string>& training_texts, const Note& note) {
+  if (fs::exists(fs::path(run_dir) / "tokenizer.json")) return load_tokenizer(run_dir);
+  std::string text;
+  for (const auto& t : training_texts) text += t + "\n";
+  TokenizerSpec spec{recipe.tokenizer.kind, recipe.tokenizer.vocab_size, recipe.tokenizer.model};
+  std::shared_ptr<Tokenizer> tokenizer = with_special_tokens(build_tokenizer(spec, text, run_dir));
+  tokenizer->save(run_dir);
+  note(fmt::format("tokenizer: {} with {} ids ([PAD] [CLS] [SEP] [MASK] = {}..{}), saved in {}", tokenizer->kind(),
+                   tokenizer->vocab_size(), tokenizer->special_ids().pad, tokenizer->special_ids().mask, run_dir));
+  return tokenizer;
+}
+
+EncoderSpec encoder_spec(const Recipe& recipe, const torch::Device& device) {
+  return {text_length(recipe), parse_pooling(recipe.loss.contrastive.pooling), std::max<int64_t>(recipe.train.batch_size, 32),
+          device};
+}
+
+std::vector<std::vector<int32_t>> tokenize_texts(const Tokenizer& tokenizer, const std::vector<std::string>& texts,
+                                                 int64_t max_length) {
+  std::vector<std::vector<int32_t>> out;
+  out.reserve(texts.size());
+  for (const auto& t : texts) {
+    out.push_back(encode_for_encoder(tokenizer, t, max_length));
+    if (out.back().empty()) out.back().push_back(std::max(tokenizer.special_ids().pad, 0));
+  }
+  return out;
+}
+
+EncoderEvaluations::EncoderEvaluations(const Recipe& recipe, const Note& note) {
+  if (!recipe.eval.sts.empty()) {
+    sts_ = load_sts_csv(recipe.eval.sts);
+    note(fmt::format("eval: STS {} ({} pairs)", recipe.eval.sts, sts_.size()));
+  }
+  if (!recipe.eval.beir.empty()) {
+    beir_ = load_beir(recipe.eval.beir);
+    note(fmt::format("eval: BEIR {} ({} documents, {} queries, {})", recipe.eval.beir, beir_->corpus_ids.size(),
+                     beir_->query_ids.size(), beir_->qrels_file));
+  }
+}
+
+void EncoderEvaluations::run(Transformer& model, const Tokenizer& tokenizer, const EncoderSpec& spec,
+                             Evaluation& e) const {
+  if (!sts_.empty()) {
+    StsScore s = evaluate_sts(model, tokenizer, sts_, spec);
+    e.metrics["sts_spearman"] = s.spearman;
+    e.summary += fmt::format(", STS Spearman {:.4f}", s.spearman);
+  }
+  if (beir_) {
+    RetrievalMetrics r = evaluate_retrieval(model, tokenizer, *beir_, spec);
+    e.metrics["ndcg@10"] = r.ndcg_at_10;
+    e.metrics["mrr@10"] = r.mrr_at_10;
+    e.metrics["recall@100"] = r.recall_at_100;
+    e.summary += fmt::format(", nDCG@10 {:.4f}, MRR@10 {:.4f}, R@100 {:.4f}", r.ndcg_at_10, r.mrr_at_10, r.recall_at_100);
+  }
+}
+
+nlohmann::json probe_sequences(Transformer& model, const std::vector<const std::vector<int32_t>*>& seqs, int32_t pad_id,
+                               const Recipe& recipe, const torch::Device& device) {
+  TextBatch batch = pad_batch(seqs, pad_id, torch::kCPU);
+  return probe_text_diagnostics(model, batch.ids, batch.mask, recipe.diagnostics, uint64_t(recipe.run.seed), device);
+}
+
+}  // namespace spread

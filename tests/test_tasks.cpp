@@ -1,0 +1,474 @@
+// The training tasks of the encoder objectives: special tokens, MLM corruption, padding-free pooling through the
+// model, cached (GradCache) = uncached contrastive gradients, documents, init_from, and bitwise resume per task.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "spread/config/recipe.h"
+#include "spread/data/corpus.h"
+#include "spread/data/special_tokens.h"
+#include "spread/eval/embed.h"
+#include "spread/eval/encoder_eval.h"
+#include "spread/log/metrics_log.h"
+#include "spread/losses/mlm.h"
+#include "spread/tasks/contrastive.h"
+#include "spread/train/checkpoint.h"
+#include "spread/train/setup.h"
+#include "spread/train/trainer.h"
+#include "spread/util/error.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path temp_dir(const std::string& name) {
+  auto dir = fs::temp_directory_path() / ("spread_tasks_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Short sentences built from a small vocabulary, one per line; pairs of two sentences about the same subject.
+std::vector<std::string> sentences(int n, uint64_t seed) {
+  const char* subjects[] = {"a cat", "the dog", "a bird", "the fish", "a horse", "the child", "a man", "the woman"};
+  const char* verbs[] = {"runs", "sleeps", "eats", "jumps", "sings", "swims", "reads", "plays"};
+  const char* places[] = {"at home", "in the park", "by the river", "on the hill", "at school", "in the sea"};
+  std::vector<std::string> out;
+  uint64_t s = seed;
+  for (int i = 0; i < n; ++i) {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    out.push_back(std::string(subjects[(s >> 33) % 8]) + " " + verbs[(s >> 40) % 8] + " " + places[(s >> 50) % 6] +
+                  " number " + std::to_string(i));
+  }
+  return out;
+}
+
+void write_lines(const fs::path& path, const std::vector<std::string>& lines) {
+  std::ofstream out(path);
+  for (const auto& l : lines) out << l << "\n";
+}
+
+fs::path write_pairs(const fs::path& dir) {
+  auto path = dir / "pairs.tsv";
+  std::ofstream out(path);
+  out << "anchor\tpositive\n";
+  auto a = sentences(120, 1), b = sentences(120, 1);
+  for (size_t i = 0; i < a.size(); ++i) out << a[i] << "\twhat " << b[i] << " means\n";
+  return path;
+}
+
+std::vector<std::string> encoder_overrides(const fs::path& dir, const std::string& name, int64_t steps) {
+  return {"run.name=" + name, "run.out_dir=" + dir.string(), "tokenizer.kind=char", "model.n_layer=2",
+          "model.n_head=2", "model.n_embd=16", "model.block_size=32", "model.causal=false", "model.dropout=0.1",
+          "train.batch_size=6", "train.max_steps=" + std::to_string(steps), "train.warmup_steps=2",
+          "train.log_every=1", "train.eval_every=5", "train.eval_batches=2", "train.ckpt_every=5",
+          "train.keep_last=10", "diagnostics.every=5", "diagnostics.probe_texts=4", "diagnostics.socm=true"};
+}
+
+spread::Recipe mlm_recipe(const fs::path& dir, const std::string& name, int64_t steps,
+                          std::vector<std::string> extra = {}) {
+  auto corpus = dir / "docs.txt";
+  if (!fs::exists(corpus)) write_lines(corpus, sentences(200, 3));
+  auto o = encoder_overrides(dir, name, steps);
+  o.insert(o.end(), {"train.objective=mlm", "data.source=text", "data.path=" + corpus.string()});
+  o.insert(o.end(), extra.begin(), extra.end());
+  return spread::parse_recipe("", "test.toml", o);
+}
+
+spread::Recipe contrastive_recipe(const fs::path& dir, const std::string& name, int64_t steps,
+                                  std::vector<std::string> extra = {}) {
+  auto pairs = dir / "pairs.tsv";
+  if (!fs::exists(pairs)) write_pairs(dir);
+  auto o = encoder_overrides(dir, name, steps);
+  o.insert(o.end(), {"train.objective=contrastive", "data.source=pairs", "data.path=" + pairs.string()});
+  o.insert(o.end(), extra.begin(), extra.end());
+  return spread::parse_recipe("", "test.toml", o);
+}
+
+std::vector<double> logged(const fs::path& run_dir, const std::string& key) {
+  std::vector<double> out;
+  for (const auto& j : spread::read_metrics((run_dir / "metrics.jsonl").string()))
+    if (j.contains(key) && !j.contains("event")) out.push_back(j[key].get<double>());
+  return out;
+}
+
+// A crash after step 10's checkpoint, then resume: the losses after resuming are those of an uninterrupted run.
+void expect_bitwise_resume(const std::function<spread::Recipe(const std::string&)>& recipe) {
+  ASSERT_EQ(spread::train(recipe("straight"), spread::TrainStart::Fresh), 0);
+  ASSERT_EQ(spread::train(recipe("broken"), spread::TrainStart::Fresh), 0);
+  const auto broken = fs::path(recipe("broken").run_dir());
+  for (const auto& path : spread::list_checkpoints(broken.string()))
+    if (path.find("step_00000010") == std::string::npos) fs::remove(path);
+  ASSERT_EQ(spread::train(spread::recipe_of_run(broken.string()), spread::TrainStart::Resume), 0);
+  auto a = logged(recipe("straight").run_dir(), "loss"), b = logged(broken, "loss");
+  ASSERT_EQ(a.size(), 20u);
+  ASSERT_EQ(b.size(), 20u);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "step " << i + 1;
+}
+
+}  // namespace
+
+TEST(SpecialTokens, AppendedAfterTheBaseVocabularyAndRestoredFromTheRunDir) {
+  auto dir = temp_dir("special");
+  auto tokenizer = spread::with_special_tokens(spread::make_char_tokenizer("abc "));
+  EXPECT_EQ(tokenizer->vocab_size(), 4 + 4);
+  const auto s = tokenizer->special_ids();
+  EXPECT_EQ(s.pad, 4);
+  EXPECT_EQ(s.cls, 5);
+  EXPECT_EQ(s.sep, 6);
+  EXPECT_EQ(s.mask, 7);
+  // [CLS] a b [SEP], and the [SEP] survives truncation.
+  EXPECT_EQ(spread::encode_for_encoder(*tokenizer, "ab", 10), (std::vector<int32_t>{5, 1, 2, 6}));
+  EXPECT_EQ(spread::encode_for_encoder(*tokenizer, "abcab", 4), (std::vector<int32_t>{5, 1, 2, 6}));
+  EXPECT_EQ(tokenizer->decode({5, 1, 7, 6}), "[CLS]a[MASK][SEP]");
+  tokenizer->save(dir.string());
+  auto loaded = spread::load_tokenizer(dir.string());
+  EXPECT_EQ(loaded->vocab_size(), 8);
+  EXPECT_EQ(loaded->special_ids().mask, 7);
+  // A plain tokenizer has none and encodes texts alone.
+  auto plain = spread::make_char_tokenizer("abc ");
+  EXPECT_FALSE(plain->special_ids().present());
+  EXPECT_EQ(spread::encode_for_encoder(*plain, "abcab", 3), (std::vector<int32_t>{1, 2, 3}));
+  fs::remove_all(dir);
+}
+
+TEST(Mlm, MaskingRatesMatchBertAndSpecialTokensAreNeverChosen) {
+  // 200 rows of [CLS] 60 tokens [SEP] [PAD] x 3; base vocabulary 50, reserved ids 50..53.
+  const spread::SpecialIds special{50, 51, 52, 53};
+  const int64_t B = 200, T = 65;
+  auto ids = torch::randint(0, 50, {B, T}, torch::kLong);
+  auto valid = torch::ones({B, T}, torch::kBool);
+  ids.select(1, 0).fill_(51);
+  ids.select(1, 61).fill_(52);
+  ids.narrow(1, 62, 3).fill_(50);
+  valid.narrow(1, 62, 3).fill_(false);
+  auto m = spread::mask_tokens(ids, valid, special, 0.15, 1234);
+  auto chosen = m.targets.ge(0);
+  // Never the special or padding positions.
+  EXPECT_EQ(chosen.select(1, 0).sum().item<int64_t>(), 0);
+  EXPECT_EQ(chosen.narrow(1, 61, 4).sum().item<int64_t>(), 0);
+  // Targets are the original ids where chosen; unchosen inputs are unchanged.
+  EXPECT_TRUE(torch::equal(m.targets.masked_select(chosen), ids.masked_select(chosen)));
+  EXPECT_TRUE(torch::equal(m.inputs.masked_select(~chosen), ids.masked_select(~chosen)));
+  // Rates over 12,000 maskable positions: 15% chosen (sd 0.33%), of those 80% [MASK], ~10% kept (plus 1/50 of the
+  // random 10% that draw the same id), the rest random non-special ids.
+  const double n_chosen = chosen.sum().item<double>();
+  EXPECT_NEAR(n_chosen / (B * 60.0), 0.15, 0.012);
+  auto inputs_at = m.inputs.masked_select(chosen), original_at = ids.masked_select(chosen);
+  const double masked = inputs_at.eq(53).sum().item<double>() / n_chosen;
+  const double kept = inputs_at.eq(original_at).sum().item<double>() / n_chosen;
+  EXPECT_NEAR(masked, 0.8, 0.03);
+  EXPECT_NEAR(kept, 0.1 + 0.1 / 50, 0.025);
+  EXPECT_TRUE(inputs_at.lt(50).logical_or(inputs_at.eq(53)).all().item<bool>());
+  // Deterministic in the seed.
+  EXPECT_TRUE(torch::equal(spread::mask_tokens(ids, valid, special, 0.15, 1234).inputs, m.inputs));
+  EXPECT_FALSE(torch::equal(spread::mask_tokens(ids, valid, special, 0.15, 1235).inputs, m.inputs));
+}
+
+TEST(Mlm, LossIsCrossEntropyOfTheTiedHeadAtChosenPositionsOnly) {
+  auto h = torch::randn({2, 3, 4}, torch::kDouble);
+  auto w = torch::randn({5, 4}, torch::kDouble);
+  auto targets = torch::tensor({-1, 2, -1, 4, -1, 0}, torch::kLong).view({2, 3});
+  double expected = 0;
+  const int64_t positions[3][3] = {{0, 1, 2}, {1, 0, 4}, {1, 2, 0}};  // (row, column, target)
+  for (const auto& p : positions) {
+    auto logits = torch::matmul(w, h[p[0]][p[1]]);
+    expected += -(logits[p[2]] - torch::logsumexp(logits, 0)).item<double>() / 3.0;
+  }
+  EXPECT_NEAR(spread::mlm_loss(h, w, targets).item<double>(), expected, 1e-6);
+}
+
+TEST(Pooling, PaddingNeverChangesATextsEmbeddingThroughTheModel) {
+  torch::manual_seed(0);
+  spread::TransformerConfig cfg;
+  cfg.vocab_size = 20;
+  cfg.n_layer = 2;
+  cfg.n_head = 2;
+  cfg.n_embd = 16;
+  cfg.block_size = 16;
+  cfg.causal = false;
+  spread::Transformer model(cfg);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  std::vector<int32_t> short_text = {1, 5, 7, 2}, long_text = {1, 3, 3, 9, 11, 4, 8, 2};
+  for (auto pooling : {spread::Pooling::Mean, spread::Pooling::Cls, spread::Pooling::LastToken}) {
+    auto alone = spread::embed_batch(model, spread::pad_batch({&short_text}, 0, torch::kCPU), pooling);
+    auto padded = spread::embed_batch(model, spread::pad_batch({&short_text, &long_text}, 0, torch::kCPU), pooling);
+    EXPECT_TRUE(torch::allclose(alone[0], padded[0], 1e-5, 1e-6)) << int(pooling);
+  }
+}
+
+TEST(Documents, JsonlTextFieldsAndBlankLineParagraphs) {
+  auto dir = temp_dir("docs");
+  std::ofstream(dir / "c.jsonl") << "{\"_id\": \"1\", \"title\": \"T1\", \"text\": \"body one\"}\n\n"
+                                 << "{\"text\": \"body two\"}\n{\"text\": \"body three\"}\n";
+  std::ofstream(dir / "p.txt") << "first line\nof para one\n\n\npara two\n";
+  spread::DataConfig data;
+  data.source = "text";
+  data.path = {(dir / "c.jsonl").string(), (dir / "p.txt").string()};
+  data.val_fraction = 0.2;
+  auto docs = spread::load_documents(data, "r.toml");
+  EXPECT_EQ(docs.train, (std::vector<std::string>{"T1 body one", "body two", "body three", "first line\nof para one"}));
+  EXPECT_EQ(docs.val, (std::vector<std::string>{"para two"}));
+  std::ofstream(dir / "bad.jsonl") << "{\"text\": \"ok\"}\n{\"title\": 3}\n";
+  data.path = {(dir / "bad.jsonl").string()};
+  try {
+    spread::load_documents(data, "r.toml");
+    FAIL() << "a JSON line without text was accepted";
+  } catch (const spread::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.jsonl:2"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// A batch of 4 anchors and 4 positives + 4 hard negatives of varied lengths, with one duplicate positive text.
+struct SmallBatch {
+  std::vector<std::vector<int32_t>> texts;
+  spread::ContrastiveBatch batch;
+  SmallBatch() {
+    uint64_t s = 11;
+    for (int i = 0; i < 12; ++i) {
+      std::vector<int32_t> t = {1};
+      for (int j = 0; j < 3 + i % 5; ++j) t.push_back(int32_t(4 + (s = s * 2862933555777941757ULL + 3037000493ULL) % 30));
+      t.push_back(2);
+      texts.push_back(t);
+    }
+    texts[6] = texts[5];  // positive of anchor 1 (candidate 5 - 4 = 1) duplicated as positive of anchor 2
+    for (int i = 0; i < 4; ++i) batch.anchors.push_back(&texts[size_t(i)]);
+    for (int i = 4; i < 12; ++i) batch.candidates.push_back(&texts[size_t(i)]);
+    batch.anchor_text_ids = torch::tensor({0, 1, 2, 3}, torch::kLong);
+    batch.candidate_text_ids = torch::tensor({4, 5, 5, 7, 8, 9, 10, 11}, torch::kLong);
+  }
+};
+
+spread::Transformer tiny_encoder(double dropout) {
+  torch::manual_seed(3);
+  spread::TransformerConfig cfg;
+  cfg.vocab_size = 40;
+  cfg.n_layer = 2;
+  cfg.n_head = 2;
+  cfg.n_embd = 16;
+  cfg.block_size = 16;
+  cfg.causal = false;
+  cfg.dropout = dropout;
+  spread::Transformer model(cfg);
+  model->train();
+  return model;
+}
+
+std::vector<torch::Tensor> gradients(spread::Transformer& model) {
+  std::vector<torch::Tensor> out;
+  for (auto& p : model->parameters()) out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+  for (auto& p : model->parameters())
+    if (p.grad().defined()) p.mutable_grad().zero_();
+  return out;
+}
+
+void expect_same_gradients(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-4, 1e-6)) << "parameter " << i << ": max diff "
+                                                          << (a[i] - b[i]).abs().max().item<double>();
+}
+
+}  // namespace
+
+TEST(CachedContrastive, EqualsTheUncachedBatchWithoutDropout) {
+  SmallBatch small;
+  spread::ContrastiveStepOptions opt;
+  opt.loss.symmetric = true;
+  auto model = tiny_encoder(0.0);
+  const double uncached = spread::contrastive_backward(model, small.batch, opt);
+  auto g_uncached = gradients(model);
+  opt.mini_batch = 3;  // chunks that straddle anchors and candidates
+  const double cached = spread::contrastive_backward(model, small.batch, opt);
+  auto g_cached = gradients(model);
+  EXPECT_NEAR(cached, uncached, 1e-5);
+  expect_same_gradients(g_cached, g_uncached);
+}
+
+TEST(CachedContrastive, ReplaysDropoutSoTheGradientIsThatOfOneGraphOverTheSameChunks) {
+  SmallBatch small;
+  spread::ContrastiveStepOptions opt;
+  opt.mini_batch = 5;
+  auto model = tiny_encoder(0.2);
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  const auto start = generator.get_state();
+  const double cached = spread::contrastive_backward(model, small.batch, opt);
+  auto g_cached = gradients(model);
+  // Reference: the same chunks embedded with one graph from the same generator state, InfoNCE, backward.
+  generator.set_state(start);
+  std::vector<const std::vector<int32_t>*> all = small.batch.anchors;
+  all.insert(all.end(), small.batch.candidates.begin(), small.batch.candidates.end());
+  std::vector<torch::Tensor> chunks;
+  for (size_t first = 0; first < all.size(); first += 5) {
+    std::vector<const std::vector<int32_t>*> part(all.begin() + first, all.begin() + std::min(all.size(), first + 5));
+    chunks.push_back(spread::embed_batch(model, spread::pad_batch(part, 0, torch::kCPU), spread::Pooling::Mean));
+  }
+  auto e = torch::cat(chunks);
+  auto loss = spread::info_nce(e.narrow(0, 0, 4), e.narrow(0, 4, 8), opt.loss, small.batch.anchor_text_ids,
+                               small.batch.candidate_text_ids);
+  loss.backward();
+  EXPECT_NEAR(cached, loss.item<double>(), 1e-5);
+  expect_same_gradients(g_cached, gradients(model));
+  // And dropout really is on: another generator state gives another loss.
+  EXPECT_NE(spread::contrastive_backward(model, small.batch, opt), cached);
+}
+
+TEST(Resume, MlmLossesAfterResumingAreBitwiseThoseOfAnUninterruptedRun) {
+  auto dir = temp_dir("resume_mlm");
+  expect_bitwise_resume([&](const std::string& name) { return mlm_recipe(dir, name, 20); });
+  // The task's own keys reach the log: masked-LM validation loss and the encoder probe.
+  EXPECT_FALSE(logged(dir / "straight", "val_loss").empty());
+  EXPECT_FALSE(logged(dir / "straight", "mean_cos_final").empty());
+  EXPECT_FALSE(logged(dir / "straight", "socm").empty());
+  fs::remove_all(dir);
+}
+
+TEST(Resume, ContrastiveLossesAfterResumingAreBitwiseThoseOfAnUninterruptedRun) {
+  auto dir = temp_dir("resume_contrastive");
+  expect_bitwise_resume([&](const std::string& name) {
+    return contrastive_recipe(dir, name, 20, {"loss.contrastive.mini_batch=4", "loss.contrastive.symmetric=true"});
+  });
+  EXPECT_FALSE(logged(dir / "straight", "align").empty());
+  EXPECT_FALSE(logged(dir / "straight", "uniform").empty());
+  EXPECT_FALSE(logged(dir / "straight", "pairs_per_s").empty());
+  fs::remove_all(dir);
+}
+
+TEST(InitFrom, StartsFromAnotherRunsWeightsAndTokenizer) {
+  auto dir = temp_dir("init_from");
+  ASSERT_EQ(spread::train(mlm_recipe(dir, "backbone", 5), spread::TrainStart::Fresh), 0);
+  const auto backbone = fs::path(mlm_recipe(dir, "backbone", 5).run_dir());
+  // A one-step run at learning rate 0 (no update, no decay) keeps the weights it started from.
+  ASSERT_EQ(spread::train(contrastive_recipe(dir, "tuned", 1, {"train.init_from=" + backbone.string(), "train.lr=0",
+                                                               "train.min_lr=0"}),
+                          spread::TrainStart::Fresh),
+            0);
+  auto a = spread::load_latest_checkpoint(backbone.string(), nullptr);
+  auto b = spread::load_latest_checkpoint((dir / "tuned").string(), nullptr);
+  ASSERT_TRUE(a && b);
+  EXPECT_TRUE(torch::equal(a->tensors.at("model.wte.weight"), b->tensors.at("model.wte.weight")));
+  EXPECT_TRUE(torch::equal(a->tensors.at("model.ln_f.weight"), b->tensors.at("model.ln_f.weight")));
+  EXPECT_EQ(spread::load_tokenizer((dir / "tuned").string())->vocab_size(),
+            spread::load_tokenizer(backbone.string())->vocab_size());
+  fs::remove_all(dir);
+}
+
+TEST(InitFrom, AMismatchedShapeNamesTheKey) {
+  auto dir = temp_dir("init_mismatch");
+  ASSERT_EQ(spread::train(mlm_recipe(dir, "backbone", 2), spread::TrainStart::Fresh), 0);
+  const auto backbone = mlm_recipe(dir, "backbone", 2).run_dir();
+  try {
+    spread::train(contrastive_recipe(dir, "wide", 2, {"train.init_from=" + backbone, "model.n_embd=32"}),
+                  spread::TrainStart::Fresh);
+    FAIL() << "a model of another width started from the backbone";
+  } catch (const spread::UserError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("train.init_from"), std::string::npos) << m;
+    EXPECT_NE(m.find("shape"), std::string::npos) << m;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Recipe, ObjectivesCheckTheirDataAndModel) {
+  auto expect_key = [](std::vector<std::string> o, const std::string& key) {
+    try {
+      spread::parse_recipe("", "r.toml", o);
+      FAIL() << "accepted: " << key;
+    } catch (const spread::UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  };
+  expect_key({"train.objective=contrastive", "data.source=wordnet"}, "data.source");
+  expect_key({"train.objective=lm", "data.source=stsb", "data.path=x.csv"}, "data.source");
+  expect_key({"train.objective=mlm", "model.causal=true"}, "model.causal");
+  expect_key({"train.objective=contrastive", "data.source=pairs"}, "data.path");
+  expect_key({"data.max_length=100", "model.block_size=64"}, "data.max_length");
+  expect_key({"train.objective=contrastive", "data.source=wordnet_pairs", "model.causal=false",
+              "loss.contrastive.matryoshka_dims=[64, 256]", "model.n_embd=128"},
+             "loss.contrastive.matryoshka_dims");
+  expect_key({"loss.contrastive.pooling=max"}, "loss.contrastive.pooling");
+  // Existing recipes (no objective key) are LM recipes, as before.
+  EXPECT_EQ(spread::parse_recipe("", "r.toml").train.objective, "lm");
+}
+
+namespace {
+
+// nDCG@10 of one query by brute force: every document scored, sorted by score then id, DCG over the first 10.
+double brute_force_ndcg(const torch::Tensor& query, const torch::Tensor& corpus, const std::vector<std::string>& ids,
+                        const std::set<std::string>& relevant) {
+  std::vector<std::pair<double, std::string>> scored;
+  for (int64_t i = 0; i < corpus.size(0); ++i) {
+    auto cos = torch::cosine_similarity(query.unsqueeze(0).to(torch::kDouble), corpus[i].unsqueeze(0).to(torch::kDouble));
+    scored.push_back({cos.item<double>(), ids[size_t(i)]});
+  }
+  std::sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  double dcg = 0, idcg = 0;
+  for (size_t r = 0; r < std::min<size_t>(10, scored.size()); ++r)
+    if (relevant.count(scored[r].second)) dcg += 1.0 / std::log2(double(r) + 2.0);
+  for (size_t r = 0; r < std::min<size_t>(10, relevant.size()); ++r) idcg += 1.0 / std::log2(double(r) + 2.0);
+  return dcg / idcg;
+}
+
+}  // namespace
+
+TEST(EncoderEval, RetrievalAndStsMatchABruteForceComputationOnTheSameEmbeddings) {
+  const std::string data_dir = std::string(SPREAD_TEST_DATA_DIR);
+  auto data = spread::load_beir(data_dir + "/beir_tiny");
+  ASSERT_EQ(data.query_ids.size(), 3u);  // q4 has no judgement
+  std::string all_text;
+  for (const auto& t : data.corpus_texts) all_text += t;
+  for (const auto& t : data.query_texts) all_text += t;
+  auto sts = spread::load_sts_csv(data_dir + "/sts_tiny.csv");
+  for (const auto& p : sts) all_text += p.a + p.b;
+  auto tokenizer = spread::with_special_tokens(spread::make_char_tokenizer(all_text));
+  torch::manual_seed(5);
+  spread::TransformerConfig cfg;
+  cfg.vocab_size = tokenizer->vocab_size();
+  cfg.n_layer = 1;
+  cfg.n_head = 2;
+  cfg.n_embd = 8;
+  cfg.block_size = 64;
+  cfg.causal = false;
+  spread::Transformer model(cfg);
+  spread::EncoderSpec spec;
+  spec.max_length = 64;
+  spec.batch_size = 2;  // several batches, sorted by length: the rows must come back in input order
+  auto m = spread::evaluate_retrieval(model, *tokenizer, data, spec);
+  auto corpus = spread::embed_texts(model, *tokenizer, data.corpus_texts, 64, spread::Pooling::Mean, 64, torch::kCPU);
+  auto queries = spread::embed_texts(model, *tokenizer, data.query_texts, 64, spread::Pooling::Mean, 64, torch::kCPU);
+  double ndcg = 0;
+  for (size_t q = 0; q < data.query_ids.size(); ++q)
+    ndcg += brute_force_ndcg(queries[int64_t(q)], corpus, data.corpus_ids, data.qrels.at(data.query_ids[q])) / 3.0;
+  EXPECT_EQ(m.queries, 3);
+  EXPECT_NEAR(m.ndcg_at_10, ndcg, 1e-6);
+  EXPECT_NEAR(m.recall_at_100, 1.0, 1e-12);  // 6 documents: all retrieved
+  // STS: Spearman of the cosines of each pair, ranked by hand.
+  auto s = spread::evaluate_sts(model, *tokenizer, sts, spec);
+  std::vector<double> cos;
+  for (const auto& p : sts) {
+    auto e = spread::embed_texts(model, *tokenizer, {p.a, p.b}, 64, spread::Pooling::Mean, 2, torch::kCPU);
+    cos.push_back(torch::cosine_similarity(e[0].unsqueeze(0), e[1].unsqueeze(0)).item<double>());
+  }
+  std::vector<double> gold;
+  for (const auto& p : sts) gold.push_back(p.score);
+  auto rank = [](const std::vector<double>& v) {  // no ties in these five values
+    std::vector<double> r(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      for (size_t j = 0; j < v.size(); ++j) r[i] += v[j] < v[i] ? 1.0 : 0.0;
+    return r;
+  };
+  auto rc = rank(cos), rg = rank(gold);
+  double d2 = 0;
+  for (size_t i = 0; i < rc.size(); ++i) d2 += (rc[i] - rg[i]) * (rc[i] - rg[i]);
+  EXPECT_NEAR(s.spearman, 1.0 - 6.0 * d2 / (5.0 * (25.0 - 1.0)), 1e-9);
+}
