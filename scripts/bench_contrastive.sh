@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-3} steps=${STEPS:-40} encode_texts=${ENCODE_TEXTS:-20000} mem_steps=${MEM_STEPS:-4}
 rows=${ROWS:-20000} n_layer=${N_LAYER:-4} n_head=${N_HEAD:-4} n_embd=${N_EMBD:-256} max_length=${MAX_LENGTH:-64}
 batch=${BATCH:-64} vocab=${VOCAB:-4096}
-(( steps >= 10 && mem_steps >= 2 && mem_steps % 2 == 0 )) || { echo "need STEPS >= 10 and an even MEM_STEPS >= 2"; exit 2; }
+(( steps >= 10 && mem_steps >= 2 && mem_steps % 2 == 0 )) || { echo "needs STEPS >= 10, MEM_STEPS even >= 2"; exit 2; }
 [[ -d /usr/share/wordnet ]] || { echo "no /usr/share/wordnet (scripts/install_deps.sh installs wordnet-base)"; exit 2; }
 scripts/build.sh --target spread >/dev/null
 out=$(mktemp -d)
@@ -80,7 +80,8 @@ spread_pairs_per_s() {
   python3 - "$out/$1/metrics.jsonl" "$2" <<'PY'
 import json, statistics, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
-print(round(statistics.median(l["pairs_per_s"] for l in lines if "pairs_per_s" in l and l["step"] > int(sys.argv[2]))))
+rates = [l["pairs_per_s"] for l in lines if "pairs_per_s" in l and l["step"] > int(sys.argv[2])]
+print(round(statistics.median(rates), 1))
 PY
 }
 spread_rss() {
@@ -94,9 +95,9 @@ spread_encode() {
     >/dev/null 2>"$out/$1.encode.log"
   grep -o '[0-9.]* texts/s' "$out/$1.encode.log" | tail -1 | cut -d' ' -f1
 }
-median() { python3 -c 'import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
+median() { python3 -c 'import statistics,sys; print(f"{statistics.median(float(x) for x in sys.argv[1:]):.2f}")' "$@"; }
 ratio_of() { python3 -c "print(f'{$1 / $2:.2f}')"; }
-row() { printf '%-34s %12s %12s %9s\n' "$@"; }
+row() { printf '%-24s %10s %10s  %s\n' "$@"; }
 
 ref_python=${ST_PYTHON:-/usr/bin/python3}
 have_ref=0
@@ -136,7 +137,7 @@ PY
     head -n 256 "$out/texts.txt" >"$out/check.txt"
     build/spread encode --run "$run" --in "$out/check.txt" --out "$out/check.npy" --no-normalize >/dev/null 2>&1
     r=$(reference --mode check --check-run "$run" --check-texts "$out/check.txt" --check-npy "$out/check.npy")
-    diff=$(json_field "$r" max_abs_diff)
+    diff=$(python3 -c 'import sys; print(f"{float(sys.argv[1]):.1e}")' "$(json_field "$r" max_abs_diff)")
     if python3 -c 'import sys; sys.exit(float(sys.argv[1]) <= 1e-4)' "$diff"; then
       echo "st_ref.py's model differs from spread's: embeddings of the same weights differ by up to $diff"
       exit 1
@@ -162,7 +163,7 @@ speed_args=(--set train.batch_size="$batch" --set train.max_steps="$steps" --set
             --set train.ckpt_every="$steps")  # one checkpoint, after the last timed window, for `spread encode`
 train_ratios=() encode_ratios=() spread_train_rates=() ref_train_rates=() spread_encode_rates=() ref_encode_rates=()
 parameters="" ref_parameters=""
-row "case" "pairs/s" "texts/s" "x PyTorch"
+row "case" "pairs/s" "texts/s" "x PyTorch (train / encode)"
 for round in $(seq "$rounds"); do
   ref_train="" ref_encode=""
   # Round 1 runs spread first: the reference's token lengths come from its tokenizer.
@@ -224,6 +225,7 @@ python3 - "$have_ref" "$parameters" "$rss_ratio" "${spread_train_rates[*]}" "${r
   "${spread_encode_rates[*]}" "${ref_encode_rates[*]}" "${train_ratios[*]}" "${encode_ratios[*]}" \
   "${spread_rss_mib[*]}" "${ref_rss_mib[*]}" <<'PY'
 import json, statistics, sys
+median = lambda xs: round(statistics.median(xs), 2)
 have_ref, params, rss_ratio = sys.argv[1:4]
 st, rt, se, re_, tr, er, srss, rrss = ([float(x) for x in s.split()] for s in sys.argv[4:12])
 cases = ["cached512", "plain32", "plain512"]
@@ -231,7 +233,7 @@ result = {"parameters": int(params), "spread_pairs_per_s": st, "spread_texts_per
           "spread_rss_mib": dict(zip(cases, srss)), "rss_cached512_over_plain32": float(rss_ratio)}
 if have_ref == "1":
     result.update({"ref_pairs_per_s": rt, "ref_texts_per_s": re_, "train_ratios": tr, "encode_ratios": er,
-                   "train_ratio_median": statistics.median(tr), "encode_ratio_median": statistics.median(er),
+                   "train_ratio_median": median(tr), "encode_ratio_median": median(er),
                    "ref_rss_mib": dict(zip(cases, rrss))})
 print(json.dumps(result))
 PY
