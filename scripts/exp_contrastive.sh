@@ -9,6 +9,8 @@
 # $out/table.md and prints it. About 40 minutes on 2 cores with the defaults (measured: see
 # docs/experiments/contrastive.md). Extra arguments are --set overrides for every training run.
 #   scripts/exp_contrastive.sh [--set train.max_steps=100 ...]
+# Environment: SEEDS ("1 2 3"); BACKBONE=RUN_DIR reuses a trained backbone (its measurements are redone);
+#   SOURCE and DATA_PATH replace the fine-tuning pairs (e.g. SOURCE=stsb DATA_PATH=../shared/data/stsb/stsb-en-train.csv).
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
@@ -40,14 +42,19 @@ measure() {  # RUN_DIR LABEL: every number of one model into $out/LABEL.*
   build/spread encode --run "$run" --in "$out/pos_b.txt" --out "$out/$label.pos_b.npy" >/dev/null 2>&1
 }
 
-echo "== backbone (masked LM) =="
-build/spread train recipes/mlm_wordnet.toml --set run.out_dir="$out" --set run.name=backbone "$@"
-measure "$out/backbone" backbone
+backbone=${BACKBONE:-$out/backbone}
+if [[ -z "${BACKBONE:-}" ]]; then
+  echo "== backbone (masked LM) =="
+  build/spread train recipes/mlm_wordnet.toml --set run.out_dir="$out" --set run.name=backbone "$@"
+fi
+measure "$backbone" backbone
+data=()
+[[ -n "${SOURCE:-}" ]] && data=(--set data.source="$SOURCE" --set data.path="${DATA_PATH:-}")
 labels=(backbone)
 for seed in ${SEEDS:-1 2 3}; do
   echo "== contrastive fine-tuning, seed $seed =="
   build/spread train recipes/contrastive_wordnet.toml --set run.out_dir="$out" --set run.name="tuned_s$seed" \
-    --set run.seed="$seed" --set train.init_from="$out/backbone" "$@"
+    --set run.seed="$seed" --set train.init_from="$backbone" "${data[@]}" "$@"
   measure "$out/tuned_s$seed" "tuned_s$seed"
   labels+=("tuned_s$seed")
 done

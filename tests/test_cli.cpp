@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "spread/data/npy.h"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -39,7 +41,7 @@ fs::path temp_dir(const std::string& name) {
 }  // namespace
 
 TEST(Cli, EverySubcommandHasHelp) {
-  for (const char* cmd : {"train", "eval", "generate", "compare", "diagnose", "report"}) {
+  for (const char* cmd : {"train", "eval", "encode", "generate", "compare", "diagnose", "report"}) {
     Result r = run(std::string(cmd) + " --help");
     EXPECT_EQ(r.code, 0) << cmd << ": " << r.output;
     EXPECT_NE(r.output.find("Usage"), std::string::npos) << cmd << ": " << r.output;
@@ -98,5 +100,47 @@ TEST(Cli, TrainEvalGenerateCompare) {
   Result again = run("train " + recipe);
   EXPECT_EQ(again.code, 2) << again.output;
   EXPECT_NE(again.output.find("--resume"), std::string::npos) << again.output;
+  fs::remove_all(dir);
+}
+
+// An embedding model as a user meets it: a contrastive run on a pairs file with a bad row, then encode and eval.
+TEST(Cli, ContrastiveTrainEncodeEval) {
+  auto dir = temp_dir("embed");
+  {
+    std::ofstream pairs(dir / "p.tsv");
+    pairs << "anchor\tpositive\n";
+    const char* things[] = {"cat", "dog", "bird", "fish", "horse", "child", "man", "woman"};
+    for (int i = 0; i < 80; ++i) pairs << "a " << things[i % 8] << " " << i << "\tthe " << things[i % 8] << " number " << i << "\n";
+    pairs << "only one column\n";
+  }
+  std::string recipe = (dir / "r.toml").string();
+  std::ofstream(recipe) << "[run]\nname = \"emb\"\nout_dir = \"" << dir.string() << "\"\n"
+                        << "[data]\nsource = \"pairs\"\npath = \"" << (dir / "p.tsv").string() << "\"\n"
+                        << "[tokenizer]\nkind = \"char\"\n[model]\nn_layer = 1\nn_head = 2\nn_embd = 16\nblock_size = 32\n"
+                        << "causal = false\n[train]\nobjective = \"contrastive\"\nbatch_size = 8\nmax_steps = 6\n"
+                        << "warmup_steps = 1\neval_every = 3\nlog_every = 3\nckpt_every = 3\n[eval]\nsts = \""
+                        << SPREAD_TEST_DATA_DIR << "/sts_tiny.csv\"\n";
+  Result t = run("train " + recipe);
+  ASSERT_EQ(t.code, 0) << t.output;
+  EXPECT_NE(t.output.find("pairs/s"), std::string::npos) << t.output;
+  EXPECT_NE(t.output.find("p.tsv:82"), std::string::npos) << t.output;  // the bad row, reported and skipped
+  EXPECT_NE(t.output.find("STS Spearman"), std::string::npos) << t.output;
+  const std::string run_dir = (dir / "emb").string();
+  std::ofstream(dir / "texts.txt") << "a cat 1\nthe dog number 2\n\nlast line\n";
+  Result e = run("encode --run " + run_dir + " --in " + (dir / "texts.txt").string() + " --out " +
+                 (dir / "e.npy").string());
+  ASSERT_EQ(e.code, 0) << e.output;
+  Eigen::MatrixXd m = spread::read_npy_matrix((dir / "e.npy").string());
+  ASSERT_EQ(m.rows(), 4);  // one row per line, the empty one included
+  ASSERT_EQ(m.cols(), 16);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(m.row(i).norm(), 1.0, 1e-5);
+  Result v = run("eval --run " + run_dir + " --beir " + std::string(SPREAD_TEST_DATA_DIR) + "/beir_tiny --out " +
+                 (dir / "eval.json").string());
+  ASSERT_EQ(v.code, 0) << v.output;
+  EXPECT_NE(v.output.find("ndcg@10"), std::string::npos) << v.output;
+  EXPECT_NE(v.output.find("STS Spearman"), std::string::npos) << v.output;  // the run's [eval] sts by default
+  EXPECT_TRUE(fs::exists(dir / "eval.json"));
+  EXPECT_EQ(run("eval --run " + run_dir + " --pooling max").code, 2);
+  EXPECT_EQ(run("encode --run " + run_dir + " --in /nonexistent.txt --out x.npy").code, 2);
   fs::remove_all(dir);
 }

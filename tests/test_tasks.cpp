@@ -32,6 +32,21 @@ fs::path temp_dir(const std::string& name) {
   return dir;
 }
 
+// A small bidirectional encoder, seeded.
+spread::Transformer tiny_encoder(int64_t vocab, int64_t layers, int64_t width, int64_t block, double dropout,
+                                 uint64_t seed) {
+  torch::manual_seed(seed);
+  spread::TransformerConfig cfg;
+  cfg.vocab_size = vocab;
+  cfg.n_layer = layers;
+  cfg.n_head = 2;
+  cfg.n_embd = width;
+  cfg.block_size = block;
+  cfg.causal = false;
+  cfg.dropout = dropout;
+  return spread::Transformer(cfg);
+}
+
 // Short sentences built from a small vocabulary, one per line; pairs of two sentences about the same subject.
 std::vector<std::string> sentences(int n, uint64_t seed) {
   const char* subjects[] = {"a cat", "the dog", "a bird", "the fish", "a horse", "the child", "a man", "the woman"};
@@ -129,6 +144,9 @@ TEST(SpecialTokens, AppendedAfterTheBaseVocabularyAndRestoredFromTheRunDir) {
   auto loaded = spread::load_tokenizer(dir.string());
   EXPECT_EQ(loaded->vocab_size(), 8);
   EXPECT_EQ(loaded->special_ids().mask, 7);
+  // Characters the char vocabulary lacks are left out, where the plain char tokenizer refuses the text.
+  EXPECT_EQ(spread::encode_for_encoder(*tokenizer, "aXb\u00e9c", 10), (std::vector<int32_t>{5, 1, 2, 3, 6}));
+  EXPECT_THROW(spread::make_char_tokenizer("abc ")->encode("aXb"), spread::UserError);
   // A plain tokenizer has none and encodes texts alone.
   auto plain = spread::make_char_tokenizer("abc ");
   EXPECT_FALSE(plain->special_ids().present());
@@ -183,15 +201,7 @@ TEST(Mlm, LossIsCrossEntropyOfTheTiedHeadAtChosenPositionsOnly) {
 }
 
 TEST(Pooling, PaddingNeverChangesATextsEmbeddingThroughTheModel) {
-  torch::manual_seed(0);
-  spread::TransformerConfig cfg;
-  cfg.vocab_size = 20;
-  cfg.n_layer = 2;
-  cfg.n_head = 2;
-  cfg.n_embd = 16;
-  cfg.block_size = 16;
-  cfg.causal = false;
-  spread::Transformer model(cfg);
+  auto model = tiny_encoder(20, 2, 16, 16, 0.0, 0);
   model->eval();
   torch::NoGradGuard no_grad;
   std::vector<int32_t> short_text = {1, 5, 7, 2}, long_text = {1, 3, 3, 9, 11, 4, 8, 2};
@@ -247,17 +257,8 @@ struct SmallBatch {
   }
 };
 
-spread::Transformer tiny_encoder(double dropout) {
-  torch::manual_seed(3);
-  spread::TransformerConfig cfg;
-  cfg.vocab_size = 40;
-  cfg.n_layer = 2;
-  cfg.n_head = 2;
-  cfg.n_embd = 16;
-  cfg.block_size = 16;
-  cfg.causal = false;
-  cfg.dropout = dropout;
-  spread::Transformer model(cfg);
+spread::Transformer training_encoder(double dropout) {
+  auto model = tiny_encoder(40, 2, 16, 16, dropout, 3);
   model->train();
   return model;
 }
@@ -283,7 +284,7 @@ TEST(CachedContrastive, EqualsTheUncachedBatchWithoutDropout) {
   SmallBatch small;
   spread::ContrastiveStepOptions opt;
   opt.loss.symmetric = true;
-  auto model = tiny_encoder(0.0);
+  auto model = training_encoder(0.0);
   const double uncached = spread::contrastive_backward(model, small.batch, opt);
   auto g_uncached = gradients(model);
   opt.mini_batch = 3;  // chunks that straddle anchors and candidates
@@ -297,7 +298,7 @@ TEST(CachedContrastive, ReplaysDropoutSoTheGradientIsThatOfOneGraphOverTheSameCh
   SmallBatch small;
   spread::ContrastiveStepOptions opt;
   opt.mini_batch = 5;
-  auto model = tiny_encoder(0.2);
+  auto model = training_encoder(0.2);
   at::Generator generator = at::detail::getDefaultCPUGenerator();
   const auto start = generator.get_state();
   const double cached = spread::contrastive_backward(model, small.batch, opt);
@@ -431,15 +432,7 @@ TEST(EncoderEval, RetrievalAndStsMatchABruteForceComputationOnTheSameEmbeddings)
   auto sts = spread::load_sts_csv(data_dir + "/sts_tiny.csv");
   for (const auto& p : sts) all_text += p.a + p.b;
   auto tokenizer = spread::with_special_tokens(spread::make_char_tokenizer(all_text));
-  torch::manual_seed(5);
-  spread::TransformerConfig cfg;
-  cfg.vocab_size = tokenizer->vocab_size();
-  cfg.n_layer = 1;
-  cfg.n_head = 2;
-  cfg.n_embd = 8;
-  cfg.block_size = 64;
-  cfg.causal = false;
-  spread::Transformer model(cfg);
+  auto model = tiny_encoder(tokenizer->vocab_size(), 1, 8, 64, 0.0, 5);
   spread::EncoderSpec spec;
   spec.max_length = 64;
   spec.batch_size = 2;  // several batches, sorted by length: the rows must come back in input order

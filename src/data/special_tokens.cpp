@@ -13,13 +13,41 @@ namespace fs = std::filesystem;
 namespace spread {
 namespace {
 
+// Calls f with each UTF-8 character of valid UTF-8 `text` (invalid text throws UserError, as encode does).
+template <class F>
+void for_each_character(const std::string& text, F&& f) {
+  if (first_invalid_utf8(text) >= 0) throw user_error("", 0, "", "invalid UTF-8 in a text to encode");
+  for (size_t i = 0; i < text.size();) {
+    size_t n = 1;
+    while (i + n < text.size() && (static_cast<unsigned char>(text[i + n]) & 0xC0) == 0x80) ++n;
+    f(text.substr(i, n));
+    i += n;
+  }
+}
+
 class SpecialTokenizer : public Tokenizer {
  public:
   explicit SpecialTokenizer(std::unique_ptr<Tokenizer> base) : base_(std::move(base)) {
     const auto v = int32_t(base_->vocab_size());
     ids_ = {v, v + 1, v + 2, v + 3};
   }
-  std::vector<int32_t> encode(const std::string& text) const override { return base_->encode(text); }
+  // A char vocabulary has no unknown id, and an encoder must embed any text (evaluation and `spread encode` read
+  // texts the tokenizer never saw): characters outside the vocabulary are left out. Sentencepiece models trained
+  // here never fail (byte fallback).
+  std::vector<int32_t> encode(const std::string& text) const override {
+    try {
+      return base_->encode(text);
+    } catch (const UserError&) {
+      std::vector<int32_t> ids;
+      for_each_character(text, [&](const std::string& character) {
+        try {
+          for (int32_t id : base_->encode(character)) ids.push_back(id);
+        } catch (const UserError&) {
+        }
+      });
+      return ids;
+    }
+  }
   std::string decode(const std::vector<int32_t>& ids) const override {
     // Runs of base ids go through the base decoder; a reserved id reads as its name.
     std::string out;

@@ -6,18 +6,6 @@
 namespace spread {
 namespace {
 
-// SOCM over all pairs of probe sequences of one layer ([B, T, F] -> one T x F float64 list per sequence).
-SocmMeans socm_of_layer(const torch::Tensor& hidden) {
-  auto h = hidden.to(torch::kCPU, torch::kDouble).contiguous();
-  std::vector<Eigen::MatrixXd> lists;
-  for (int64_t b = 0; b < h.size(0); ++b) {
-    auto seq = h[b].contiguous();
-    lists.push_back(Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
-        seq.data_ptr<double>(), seq.size(0), seq.size(1)));
-  }
-  return socm_means(lists);
-}
-
 // SOCM over the valid rows of each text ([B, T, F] with a [B, T] mask).
 SocmMeans socm_of_texts(const torch::Tensor& hidden, const torch::Tensor& valid) {
   auto h = hidden.to(torch::kCPU, torch::kDouble).contiguous();
@@ -32,20 +20,20 @@ SocmMeans socm_of_texts(const torch::Tensor& hidden, const torch::Tensor& valid)
   return socm_means(lists);
 }
 
-}  // namespace
-
-nlohmann::json probe_text_diagnostics(Transformer& model, const torch::Tensor& ids, const torch::Tensor& valid,
-                                      const DiagnosticsConfig& config, uint64_t seed, const torch::Device& device) {
+// key_padding: passed to the model (undefined = no padding); valid: the rows that enter the statistics.
+nlohmann::json probe_states(Transformer& model, const torch::Tensor& ids, const torch::Tensor& key_padding,
+                            const torch::Tensor& valid, const DiagnosticsConfig& config, uint64_t seed,
+                            const torch::Device& device) {
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();
   model->eval();
-  auto out = model->forward(ids.to(device), /*want_hidden=*/true, /*want_logits=*/false, valid.to(device));
+  auto out = model->forward(ids.to(device), /*want_hidden=*/true, /*want_logits=*/false,
+                            key_padding.defined() ? key_padding.to(device) : key_padding);
   model->train(was_training);
-  auto mask = valid.to(torch::kCPU);
   nlohmann::json line;
   std::vector<double> mean_cos, batch_mean_cos, concentration;
   for (const auto& h : out.hidden) {
-    GeometryStats s = geometry_stats(h.to(torch::kCPU), mask, seed, config.max_pairs);
+    GeometryStats s = geometry_stats(h.to(torch::kCPU), valid, seed, config.max_pairs);
     mean_cos.push_back(s.mean_cos_excl);
     batch_mean_cos.push_back(s.batch_mean_cos);
     concentration.push_back(s.concentration);
@@ -53,9 +41,10 @@ nlohmann::json probe_text_diagnostics(Transformer& model, const torch::Tensor& i
   line["mean_cos"] = mean_cos;
   line["batch_mean_cos"] = batch_mean_cos;
   line["concentration"] = concentration;
-  line["mean_cos_final"] = geometry_stats(out.final_hidden.to(torch::kCPU), mask, seed, config.max_pairs).mean_cos_excl;
+  line["mean_cos_final"] =
+      geometry_stats(out.final_hidden.to(torch::kCPU), valid, seed, config.max_pairs).mean_cos_excl;
   if (config.socm) {
-    SocmMeans s = socm_of_texts(out.final_hidden, mask);
+    SocmMeans s = socm_of_texts(out.final_hidden, valid);
     line["socm"] = s.socm;
     line["socm_d_mu"] = s.d_mu;
     line["socm_d_sigma"] = s.d_sigma;
@@ -63,33 +52,17 @@ nlohmann::json probe_text_diagnostics(Transformer& model, const torch::Tensor& i
   return line;
 }
 
+}  // namespace
+
+nlohmann::json probe_text_diagnostics(Transformer& model, const torch::Tensor& ids, const torch::Tensor& valid,
+                                      const DiagnosticsConfig& config, uint64_t seed, const torch::Device& device) {
+  return probe_states(model, ids, valid, valid.to(torch::kCPU), config, seed, device);
+}
+
 nlohmann::json probe_diagnostics(Transformer& model, const Batch& probe, const DiagnosticsConfig& config,
                                  uint64_t seed, const torch::Device& device) {
-  torch::NoGradGuard no_grad;
-  const bool was_training = model->is_training();
-  model->eval();
-  auto out = model->forward(probe.x.to(device), /*want_hidden=*/true, /*want_logits=*/false);
-  model->train(was_training);
-
-  auto mask = torch::ones({probe.x.size(0), probe.x.size(1)}, torch::kBool);
-  nlohmann::json line;
-  std::vector<double> mean_cos, batch_mean_cos, concentration;
-  for (const auto& h : out.hidden) {
-    GeometryStats s = geometry_stats(h.to(torch::kCPU), mask, seed, config.max_pairs);
-    mean_cos.push_back(s.mean_cos_excl);
-    batch_mean_cos.push_back(s.batch_mean_cos);
-    concentration.push_back(s.concentration);
-  }
-  line["mean_cos"] = mean_cos;
-  line["batch_mean_cos"] = batch_mean_cos;
-  line["concentration"] = concentration;
-  if (config.socm) {
-    SocmMeans s = socm_of_layer(out.hidden.back());
-    line["socm"] = s.socm;
-    line["socm_d_mu"] = s.d_mu;
-    line["socm_d_sigma"] = s.d_sigma;
-  }
-  return line;
+  auto all_valid = torch::ones({probe.x.size(0), probe.x.size(1)}, torch::kBool);
+  return probe_states(model, probe.x, {}, all_valid, config, seed, device);
 }
 
 }  // namespace spread

@@ -5,6 +5,9 @@
 // tokenised as text, it cannot inject a special token. tokenizer.json records them ("special_tokens"), and
 // load_tokenizer() restores them.
 //
+// Characters outside a char vocabulary are left out of encoder texts (evaluation and `spread encode` read texts the
+// tokenizer never saw; a char vocabulary has no unknown id), instead of failing as an LM's char tokenizer does.
+//
 // Which runs get them: tokenizers built for encoder objectives (mlm, contrastive); an LM's tokenizer has none, so
 // LM runs train exactly as before. Texts for encoders are "[CLS] text [SEP]" when the tokenizer has them.
 #include <cstdint>
