@@ -35,14 +35,7 @@ void append_jsonl_documents(const std::string& path, const std::string& text, st
   std::string line;
   for (int line_no = 1; std::getline(lines, line); ++line_no) {
     if (trim_copy(line).empty()) continue;
-    nlohmann::json doc = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!doc.is_object() || !doc.contains("text") || !doc["text"].is_string())
-      throw user_error(path, line_no, "data.path", "not a JSON object with a string field \"text\"",
-                       "one {\"text\": ...} object per line (\"title\" optional)");
-    std::string body = doc["text"].get<std::string>();
-    if (doc.contains("title") && doc["title"].is_string() && !doc["title"].get<std::string>().empty())
-      body = doc["title"].get<std::string>() + " " + body;
-    body = trim_copy(body);
+    std::string body = trim_copy(jsonl_document(line, path, line_no, "data.path"));
     if (!body.empty()) out.push_back(std::move(body));
   }
 }
@@ -65,6 +58,17 @@ void append_text_documents(const std::string& text, std::vector<std::string>& ou
 }
 
 }  // namespace
+
+std::string jsonl_document(const std::string& line, const std::string& file, int line_no, const std::string& key) {
+  nlohmann::json doc = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("text") || !doc["text"].is_string())
+    throw user_error(file, line_no, key, "not a JSON object with a string field \"text\"",
+                     "one {\"text\": ...} object per line (\"title\" optional)");
+  std::string text = doc["text"].get<std::string>();
+  if (doc.contains("title") && doc["title"].is_string() && !doc["title"].get<std::string>().empty())
+    text = doc["title"].get<std::string>() + " " + text;
+  return text;
+}
 
 Documents load_documents(const DataConfig& data, const std::string& recipe_file) {
   std::vector<std::string> docs;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <sstream>
 
+#include "spread/data/corpus.h"
 #include "spread/data/npy.h"
 #include "spread/eval/embed.h"
 #include "spread/eval/encoder_eval.h"
@@ -61,14 +62,7 @@ std::vector<std::string> read_texts(const std::string& path) {
       continue;
     }
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    auto doc = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!doc.is_object() || !doc.contains("text") || !doc["text"].is_string())
-      throw user_error(path, line_no, "--in", "not a JSON object with a string field \"text\"",
-                       "one {\"text\": ...} object per line");
-    std::string text = doc["text"].get<std::string>();
-    if (doc.contains("title") && doc["title"].is_string() && !doc["title"].get<std::string>().empty())
-      text = doc["title"].get<std::string>() + " " + text;
-    texts.push_back(std::move(text));
+    texts.push_back(jsonl_document(line, path, line_no, "--in"));
   }
   if (texts.empty()) throw user_error(path, 0, "--in", "holds no text", "one text per line (.txt) or .jsonl");
   return texts;

@@ -27,6 +27,10 @@ struct Documents {
 };
 Documents load_documents(const DataConfig& data, const std::string& recipe_file);
 
+// The document of one JSONL line: its "text", with "title" and a space before it when the title is not empty.
+// Throws UserError naming `file`, `line_no` and `key` when the line is not an object with a string "text".
+std::string jsonl_document(const std::string& line, const std::string& file, int line_no, const std::string& key);
+
 // Splits at the byte closest to (1 - val_fraction) * size that starts a UTF-8 character.
 Corpus split_text(std::string text, double val_fraction);
 
