@@ -55,17 +55,22 @@ torch::Tensor embed_sequences(Transformer& model, const std::vector<std::vector<
   return result;
 }
 
+std::vector<std::vector<int32_t>> tokenize_texts(const Tokenizer& tokenizer, const std::vector<std::string>& texts,
+                                                 int64_t max_length) {
+  std::vector<std::vector<int32_t>> out;
+  out.reserve(texts.size());
+  for (const auto& t : texts) {
+    out.push_back(encode_for_encoder(tokenizer, t, max_length));
+    if (out.back().empty()) out.back().push_back(std::max(tokenizer.special_ids().pad, 0));
+  }
+  return out;
+}
+
 torch::Tensor embed_texts(Transformer& model, const Tokenizer& tokenizer, const std::vector<std::string>& texts,
                           int64_t max_length, Pooling pooling, int64_t batch_size, const torch::Device& device,
                           const std::function<void(int64_t, int64_t)>& progress) {
-  std::vector<std::vector<int32_t>> seqs;
-  seqs.reserve(texts.size());
-  for (const auto& t : texts) {
-    seqs.push_back(encode_for_encoder(tokenizer, t, max_length));
-    // An empty text still gets one position, so that every input has an embedding.
-    if (seqs.back().empty()) seqs.back().push_back(std::max(tokenizer.special_ids().pad, 0));
-  }
-  return embed_sequences(model, seqs, tokenizer.special_ids().pad, pooling, batch_size, device, progress);
+  return embed_sequences(model, tokenize_texts(tokenizer, texts, max_length), tokenizer.special_ids().pad, pooling,
+                         batch_size, device, progress);
 }
 
 }  // namespace spread

@@ -34,17 +34,6 @@ EncoderSpec encoder_spec(const Recipe& recipe, const torch::Device& device) {
           device};
 }
 
-std::vector<std::vector<int32_t>> tokenize_texts(const Tokenizer& tokenizer, const std::vector<std::string>& texts,
-                                                 int64_t max_length) {
-  std::vector<std::vector<int32_t>> out;
-  out.reserve(texts.size());
-  for (const auto& t : texts) {
-    out.push_back(encode_for_encoder(tokenizer, t, max_length));
-    if (out.back().empty()) out.back().push_back(std::max(tokenizer.special_ids().pad, 0));
-  }
-  return out;
-}
-
 EncoderEvaluations::EncoderEvaluations(const Recipe& recipe, const Note& note) {
   if (!recipe.eval.sts.empty()) {
     sts_ = load_sts_csv(recipe.eval.sts);

@@ -31,6 +31,11 @@ torch::Tensor embed_texts(Transformer& model, const Tokenizer& tokenizer, const 
                           int64_t max_length, Pooling pooling, int64_t batch_size, const torch::Device& device,
                           const std::function<void(int64_t, int64_t)>& progress = {});
 
+// Tokenised texts, each one sequence of encode_for_encoder (never empty: an empty text keeps one [PAD] position,
+// so that every input has an embedding).
+std::vector<std::vector<int32_t>> tokenize_texts(const Tokenizer& tokenizer, const std::vector<std::string>& texts,
+                                                 int64_t max_length);
+
 // The same from already tokenised sequences.
 torch::Tensor embed_sequences(Transformer& model, const std::vector<std::vector<int32_t>>& seqs, int32_t pad_id,
                               Pooling pooling, int64_t batch_size, const torch::Device& device,

@@ -23,10 +23,6 @@ std::shared_ptr<Tokenizer> prepare_encoder_tokenizer(const Recipe& recipe, const
 
 EncoderSpec encoder_spec(const Recipe& recipe, const torch::Device& device);
 
-// Tokenised texts, each one sequence of encode_for_encoder (never empty: an empty text keeps one [PAD] position).
-std::vector<std::vector<int32_t>> tokenize_texts(const Tokenizer& tokenizer, const std::vector<std::string>& texts,
-                                                 int64_t max_length);
-
 // [eval] sts and beir, read once at the start (a missing or malformed file fails the start, not step 500).
 class EncoderEvaluations {
  public:
