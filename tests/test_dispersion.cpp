@@ -18,6 +18,8 @@ namespace {
 using spread::DispersionOptions;
 using Rows = std::vector<std::vector<double>>;
 
+constexpr double kNormEps = 1e-4;  // zh = z / (||z|| + 1e-4), the reference's epsilon (SPEC 2 step 2)
+
 // ---- scalar reference ------------------------------------------------------------------------------------------
 
 double dot(const std::vector<double>& a, const std::vector<double>& b) {
@@ -27,7 +29,7 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
 }
 double norm(const std::vector<double>& a) { return std::sqrt(dot(a, a)); }
 double guarded_cos(const std::vector<double>& a, const std::vector<double>& b) {  // zh_a . zh_b
-  return dot(a, b) / ((norm(a) + 1e-2) * (norm(b) + 1e-2));
+  return dot(a, b) / ((norm(a) + kNormEps) * (norm(b) + kNormEps));
 }
 double clamp_cos(double c, double t) { return std::min(std::max(c, -1 + t), 1 - t); }
 
@@ -63,15 +65,16 @@ double pair_term(const Rows& z, size_t i, size_t j, const DispersionOptions& o, 
   return std::pow(guarded_cos(centred(z[i]), centred(z[j])), 2);  // decorrelation
 }
 
-// One sequence's value; NaN when it has fewer than two tokens (skipped).
+// One sequence's value; NaN when it has fewer than two tokens (skipped). l2_repel keeps the self pairs.
 double ref_sequence(const Rows& z, const DispersionOptions& o, const Rows* frozen = nullptr) {
   const size_t n = z.size();
   if (n < 2) return std::numeric_limits<double>::quiet_NaN();
+  const bool with_self = o.variant == "l2_repel";
   double sum = 0;
   for (size_t i = 0; i < n; ++i)
     for (size_t j = 0; j < n; ++j)
-      if (i != j) sum += pair_term(z, i, j, o, frozen);
-  double mean = sum / static_cast<double>(n * (n - 1));
+      if (i != j || with_self) sum += pair_term(z, i, j, o, frozen);
+  double mean = sum / static_cast<double>(with_self ? n * n : n * (n - 1));
   if (o.variant == "angular") return std::log(mean);
   if (o.variant == "l2_repel") {
     double sq = 0;
@@ -115,10 +118,13 @@ torch::Tensor tensor_of(const Rows& rows) {  // [1, n, F] float64
 
 // ---- helpers on the unit ---------------------------------------------------------------------------------------
 
-DispersionOptions options(const std::string& variant, double tau = 1.0) {
+// The formula tests below were worked out with t = 0.1, a clamp wide enough to hit with round numbers; the
+// default (1e-4) has its own tests further down.
+DispersionOptions options(const std::string& variant, double tau = 1.0, double clamp = 0.1) {
   DispersionOptions o;
   o.variant = variant;
   o.tau = tau;
+  o.clamp = clamp;
   return o;
 }
 
@@ -160,7 +166,7 @@ torch::Tensor smooth_random(int64_t b, int64_t t, int64_t f, uint64_t seed) {
   torch::manual_seed(seed);
   for (int attempt = 0; attempt < 1000; ++attempt) {
     torch::Tensor x = torch::randn({b, t, f}, torch::kFloat64);
-    torch::Tensor zh = x / (x.norm(2, {-1}, true) + 1e-2);
+    torch::Tensor zh = x / (x.norm(2, {-1}, true) + kNormEps);
     torch::Tensor c = torch::bmm(zh, zh.transpose(1, 2)).masked_fill(torch::eye(t, torch::kBool), 0);
     if (c.abs().max().item<double>() < 0.8) return x;
   }
@@ -183,9 +189,10 @@ TEST(Dispersion, OrthogonalTokensMatchHandValues) {
   EXPECT_NEAR(loss_value(x, {}, options("angular", tau)), -1.0 / (2 * tau), 1e-12);  // D = 1/2 for every pair
   EXPECT_NEAR(loss_value(x, {}, options("cosine")), 0.0, 1e-12);
   EXPECT_NEAR(loss_value(x, {}, options("hinge")), 0.0, 1e-12);  // D = 1/2 sits on the hinge
-  // l2: pairs (a,b) have d^2 = a^2 + b^2 with lengths 2, 3, 0.5; the penalty is 0.1 (4 + 9 + 0.25) / (3 * 4).
-  double pairs = 2 * (std::exp(-(4 + 9) / tau) + std::exp(-(4 + 0.25) / tau) + std::exp(-(9 + 0.25) / tau));
-  EXPECT_NEAR(loss_value(x, {}, options("l2_repel", tau)), std::log(pairs / 6) + 0.1 * 13.25 / 12, 1e-12);
+  // l2: pairs (a,b) have d^2 = a^2 + b^2 with lengths 2, 3, 0.5, the 3 self pairs d^2 = 0; all 9 pairs enter the
+  // mean. The penalty is 0.1 (4 + 9 + 0.25) / (3 * 4).
+  double pairs = 3 + 2 * (std::exp(-(4 + 9) / tau) + std::exp(-(4 + 0.25) / tau) + std::exp(-(9 + 0.25) / tau));
+  EXPECT_NEAR(loss_value(x, {}, options("l2_repel", tau)), std::log(pairs / 9) + 0.1 * 13.25 / 12, 1e-12);
 }
 
 TEST(Dispersion, ZeroMeanOrthogonalTokensAreUncorrelated) {
@@ -194,23 +201,23 @@ TEST(Dispersion, ZeroMeanOrthogonalTokensAreUncorrelated) {
 }
 
 TEST(Dispersion, IdenticalTokensHitTheClamp) {
-  // ||v|| = 1.5: guarded cosine (1.5 / 1.51)^2 = 0.987 > 1 - t, so D = arccos(0.9) / pi for every pair.
+  // ||v|| = 1.5: guarded cosine (1.5 / 1.5001)^2 = 0.9999 > 1 - t, so D = arccos(0.9) / pi for every pair.
   torch::Tensor v = torch::tensor({0.9, 1.2, 0.0}, torch::kFloat64);
   torch::Tensor x = v.repeat({1, 4, 1});
-  const double r = 1.5, c = std::pow(r / (r + 1e-2), 2), d = std::acos(0.9) / M_PI, tau = 0.5;
+  const double r = 1.5, c = std::pow(r / (r + kNormEps), 2), d = std::acos(0.9) / M_PI, tau = 0.5;
   EXPECT_NEAR(loss_value(x, {}, options("angular", tau)), -d / tau, 1e-12);
   EXPECT_NEAR(loss_value(x, {}, options("hinge")), std::pow(0.5 - d, 2), 1e-12);
   EXPECT_NEAR(loss_value(x, {}, options("cosine")), c, 1e-12);
   EXPECT_NEAR(loss_value(x, {}, options("l2_repel", tau)), 0.1 * r * r / 3, 1e-12);  // d^2 = 0, mean z^2 = r^2/F
-  // Centred v = (0.2, 0.5, -0.7): r_ij = (||c|| / (||c|| + 0.01))^2.
+  // Centred v = (0.2, 0.5, -0.7): r_ij = (||c|| / (||c|| + 1e-4))^2.
   const double cn = std::sqrt(0.04 + 0.25 + 0.49);
-  EXPECT_NEAR(loss_value(x, {}, options("decorrelation")), std::pow(cn / (cn + 1e-2), 4), 1e-12);
+  EXPECT_NEAR(loss_value(x, {}, options("decorrelation")), std::pow(cn / (cn + kNormEps), 4), 1e-12);
 }
 
 TEST(Dispersion, ShortIdenticalTokensShowTheNormGuard) {
-  // ||v|| = 0.05: the guard lowers the cosine to (0.05 / 0.06)^2 = 0.694, inside the clamp.
-  torch::Tensor x = torch::tensor({0.03, 0.04, 0.03, 0.04}, torch::kFloat64).view({1, 2, 2});
-  const double c = std::pow(0.05 / 0.06, 2);
+  // ||v|| = 5e-4: the guard lowers the cosine to (5e-4 / 6e-4)^2 = 0.694, inside the clamp.
+  torch::Tensor x = torch::tensor({3e-4, 4e-4, 3e-4, 4e-4}, torch::kFloat64).view({1, 2, 2});
+  const double c = std::pow(5e-4 / 6e-4, 2);
   EXPECT_NEAR(loss_value(x, {}, options("angular")), -std::acos(c) / M_PI, 1e-12);
   EXPECT_NEAR(loss_value(x, {}, options("cosine")), c, 1e-12);
 }
@@ -218,16 +225,18 @@ TEST(Dispersion, ShortIdenticalTokensShowTheNormGuard) {
 TEST(Dispersion, AntipodalTokens) {
   torch::Tensor v = torch::tensor({1.0, -2.0, 2.0}, torch::kFloat64);  // ||v|| = 3
   torch::Tensor x = torch::stack({v, -v}).unsqueeze(0);
-  const double r = 3, c = std::pow(r / (r + 1e-2), 2), d = std::acos(-0.9) / M_PI, tau = 2;
+  const double r = 3, c = std::pow(r / (r + kNormEps), 2), d = std::acos(-0.9) / M_PI, tau = 2;
   EXPECT_NEAR(loss_value(x, {}, options("angular", tau)), -d / tau, 1e-12);  // -c < -0.9: clamped
   EXPECT_NEAR(loss_value(x, {}, options("hinge")), 0.0, 1e-15);              // D > 1/2: no push
   EXPECT_NEAR(loss_value(x, {}, options("cosine")), -c, 1e-12);
-  EXPECT_NEAR(loss_value(x, {}, options("l2_repel", tau)), -4 * r * r / tau + 0.1 * r * r / 3, 1e-12);
+  // l2: two cross pairs at d^2 = (2r)^2 and two self pairs at 0.
+  EXPECT_NEAR(loss_value(x, {}, options("l2_repel", tau)),
+              std::log((2 + 2 * std::exp(-4 * r * r / tau)) / 4) + 0.1 * r * r / 3, 1e-12);
   const double cn = std::sqrt(4.0 / 9 + 49.0 / 9 + 25.0 / 9);  // centred v = (2/3, -7/3, 5/3); r_01 = -(...)^2
-  EXPECT_NEAR(loss_value(x, {}, options("decorrelation")), std::pow(cn / (cn + 1e-2), 4), 1e-12);
+  EXPECT_NEAR(loss_value(x, {}, options("decorrelation")), std::pow(cn / (cn + kNormEps), 4), 1e-12);
 }
 
-TEST(Dispersion, TwoTokensUseOnlyTheCrossPairs) {
+TEST(Dispersion, TwoTokensUseOnlyTheCrossPairsExceptL2Repel) {
   // With self pairs the angular value would be log((2 e^{-D_00} + 2 e^{-D_01}) / 4), about 0.45 higher here.
   torch::Tensor x = torch::tensor({1.0, 0.2, -0.3, 0.4, 1.0, 0.5}, torch::kFloat64).view({1, 2, 3});
   Rows z = sequences(x)[0];
@@ -238,7 +247,7 @@ TEST(Dispersion, TwoTokensUseOnlyTheCrossPairs) {
   EXPECT_NEAR(loss_value(x, {}, options("cosine")), c, 1e-12);
   const double d2 = std::pow(1.0 - 0.4, 2) + std::pow(0.2 - 1.0, 2) + std::pow(-0.3 - 0.5, 2);
   const double sq = dot(z[0], z[0]) + dot(z[1], z[1]);
-  EXPECT_NEAR(loss_value(x, {}, options("l2_repel")), -d2 + 0.1 * sq / 6, 1e-12);
+  EXPECT_NEAR(loss_value(x, {}, options("l2_repel")), std::log((2 + 2 * std::exp(-d2)) / 4) + 0.1 * sq / 6, 1e-12);
   EXPECT_NEAR(loss_value(x, {}, options("decorrelation")), std::pow(guarded_cos(centred(z[0]), centred(z[1])), 2),
               1e-12);
 }
@@ -333,7 +342,7 @@ TEST(Dispersion, GramBackwardsMatchTheNaiveFormula) {
   EXPECT_TRUE(torch::allclose(gram.second, naive_gram.second, 1e-12, 1e-14));
 
   auto naive_cos = pullback([](const torch::Tensor& z) {
-    torch::Tensor zh = z / (z.norm(2, {-1}, true) + 1e-2);
+    torch::Tensor zh = z / (z.norm(2, {-1}, true) + kNormEps);
     return torch::bmm(zh, zh.transpose(1, 2));
   });
   auto cos = pullback([](const torch::Tensor& z) { return spread::dispersion_parts::cosine_gram(z, torch::kFloat64); });
@@ -495,6 +504,60 @@ TEST(Dispersion, ReducesInFloat32ForLowPrecisionInput) {
     EXPECT_NEAR(f32.item<double>(), exact, 1e-5 * std::max(1.0, std::abs(exact))) << v;
     EXPECT_NEAR(bf16.item<double>(), exact, 5e-2 * std::max(1.0, std::abs(exact))) << v;
   }
+}
+
+// ---- SPEC 2 defaults and the two review findings ----------------------------------------------------------------
+
+TEST(Dispersion, DefaultsAreTheReferences) {
+  DispersionOptions o;
+  EXPECT_EQ(o.variant, "angular");
+  EXPECT_EQ(o.tau, 0.5);
+  EXPECT_EQ(o.clamp, 1e-4);
+  EXPECT_EQ(o.max_tokens, 256);
+}
+
+TEST(Dispersion, L2RepelIsBoundedBelowUnderScaling) {
+  // Without self pairs the repulsion term fell without limit as the states grew (-2.5 ... -2571 on this shape);
+  // with them it is >= -log n and reaches -log n once every cross pair is far apart.
+  torch::Tensor x = random_states(1, 64, 128, 91);
+  auto o = options("l2_repel", 0.5);
+  double previous = std::numeric_limits<double>::infinity();
+  for (double scale : {0.1, 0.5, 1.0, 2.0, 4.0}) {
+    torch::Tensor z = scale * x;
+    double penalty = 0.1 * z.square().mean().item<double>();
+    double repel = loss_value(z, {}, o) - penalty;
+    EXPECT_GE(repel, -std::log(64.0) - 1e-9) << scale;
+    EXPECT_LE(repel, previous + 1e-9) << scale;  // spreading the states apart only lowers it
+    EXPECT_NEAR(loss_value(z, {}, o), ref_batch(sequences(z), o), 1e-9) << scale;
+    previous = repel;
+  }
+  EXPECT_NEAR(loss_value(4 * x, {}, o) - 0.1 * (4 * x).square().mean().item<double>(), -std::log(64.0), 1e-9);
+  EXPECT_GT(loss_value(4 * x, {}, o), loss_value(x, {}, o));  // past the bound only the norm penalty moves
+}
+
+// Two tokens at cosine c: L = -D / tau, so dL/dz = (1 / (tau pi sqrt(1 - C^2))) dC/dz below the clamp, the true
+// derivative of arccos(C) / pi, which grows as pairs condense (3.20, 7.09, 22.4 times 1/pi at 0.95, 0.99, 0.999).
+double gradient_factor(double c, double clamp) {
+  torch::Tensor x = torch::tensor({1.0, 0.0, c, std::sqrt(1 - c * c)}, torch::kFloat64).view({1, 2, 2});
+  auto cos01 = [](const torch::Tensor& y) {
+    Rows z = sequences(y)[0];
+    return guarded_cos(z[0], z[1]);
+  };
+  torch::Tensor dc = finite_difference(x, cos01);
+  torch::Tensor g = autograd_grad(x, {}, options("angular", 0.5, clamp));
+  return (g * dc).sum().item<double>() / dc.square().sum().item<double>();  // g = factor * dC/dz
+}
+
+TEST(Dispersion, DefaultClampKeepsTheArccosGradientWhereTokensCondense) {
+  for (double c : {0.95, 0.99, 0.999}) {
+    const double guarded = c / std::pow(1 + kNormEps, 2);
+    const double expected = 1 / (0.5 * M_PI * std::sqrt(1 - guarded * guarded));
+    EXPECT_NEAR(gradient_factor(c, DispersionOptions().clamp), expected, 1e-5 * expected) << c;
+  }
+  EXPECT_GT(gradient_factor(0.999, 1e-4), 6 * gradient_factor(0.95, 1e-4));
+  // The old t = 0.1 gave every pair above cosine 0.9 the same factor, 1 / (tau pi sqrt(1 - 0.81)).
+  for (double c : {0.95, 0.99, 0.999})
+    EXPECT_NEAR(gradient_factor(c, 0.1), 1 / (0.5 * M_PI * std::sqrt(1 - 0.81)), 1e-6) << c;
 }
 
 }  // namespace

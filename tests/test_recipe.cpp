@@ -104,3 +104,26 @@ TEST(Recipe, ResolvedTomlRoundTrips) {
   EXPECT_EQ(back.model.block_size, r.model.block_size);
   EXPECT_EQ(spread::recipe_to_toml(back), spread::recipe_to_toml(r));
 }
+
+TEST(Recipe, DispersionDefaultsAreSpecTwoAndLayerZeroIsTheEmbeddingOutput) {
+  Recipe r = parse_recipe("", "r.toml");
+  EXPECT_EQ(r.loss.dispersion.tau, 0.5);
+  EXPECT_EQ(r.loss.dispersion.clamp, 1e-4);
+  EXPECT_TRUE(r.loss.dispersion.after_norm);
+  EXPECT_EQ(r.loss.dispersion.layers_mode, "last");
+  EXPECT_EQ(parse_recipe("", "r.toml", {"loss.dispersion.layers=[0,4]"}).loss.dispersion.layers,
+            (std::vector<int64_t>{0, 4}));
+  std::string e = error_of("", {"loss.dispersion.layers=[-1]"});
+  EXPECT_NE(e.find("loss.dispersion.layers"), std::string::npos) << e;
+  EXPECT_NE(e.find("0 (embedding output)"), std::string::npos) << e;
+  EXPECT_NE(error_of("", {"loss.dispersion.layers=[5]"}).find("layer 5 does not exist"), std::string::npos);
+}
+
+TEST(Recipe, EarlyProbeKeysGoTogether) {
+  Recipe r = parse_recipe("[diagnostics]\nearly_every = 5\nearly_until = 50\n", "r.toml");
+  EXPECT_EQ(r.diagnostics.early_every, 5);
+  EXPECT_TRUE(r.diagnostics.enabled());
+  EXPECT_NE(error_of("[diagnostics]\nearly_every = 5\n").find("diagnostics.early_until"), std::string::npos);
+  EXPECT_NE(error_of("[diagnostics]\nearly_until = 5\n").find("diagnostics.early_every"), std::string::npos);
+  EXPECT_NE(error_of("[diagnostics]\nearly_every = -1\n").find("out of range"), std::string::npos);
+}

@@ -682,3 +682,24 @@ TEST(SocmCli, RejectsBadInputWithExitCode2NamingTheFile) {
   EXPECT_NE(r.out.find("--pairs"), std::string::npos) << r.out;
   std::filesystem::remove_all(dir);
 }
+
+TEST(Socm, TextsOutsideTheTraceRangeAreCountedAndFlagged) {
+  // Wide: rows (1,0), (-1,0), (0,1): mu = (0, 1/3); divided by ||mu|| the deviations are (3,-1), (-3,-1), (0,2), so
+  // tr Sigma = (10 + 10 + 4) / 3 = 8 > 2. Narrow: rows (1, 0.1), (1, -0.1): tr Sigma = 0.01.
+  MatrixXd wide(3, 2), narrow(2, 2);
+  wide << 1, 0, -1, 0, 0, 1;
+  narrow << 1, 0.1, 1, -0.1;
+  EXPECT_NEAR(spread::socm_prepare(wide).trace, 8.0, 1e-9);
+  EXPECT_NEAR(spread::socm_prepare(narrow).trace, 0.01, 1e-9);
+  EXPECT_EQ(spread::count_over_trace({spread::socm_prepare(wide), spread::socm_prepare(narrow)}), 1);
+  EXPECT_EQ(spread::socm_means({wide, narrow, narrow}).texts_over_trace, 1);
+  spread::DiagnoseReport report;
+  report.source_kind = "token_lists";
+  report.layers.push_back(spread::diagnose_layer(3, {wide, narrow, narrow}, {}));
+  EXPECT_EQ(report.layers[0].socm.texts_over_trace, 1);
+  const std::string table = spread::format_report(report);
+  EXPECT_NE(table.find("warning: layer 3: 1 of 3 texts have tr Sigma > 2"), std::string::npos) << table;
+  EXPECT_EQ(spread::report_json(report)["layers"][0]["texts_over_trace"], 1);
+  report.layers[0] = spread::diagnose_layer(3, {narrow, narrow}, {});
+  EXPECT_EQ(spread::format_report(report).find("warning"), std::string::npos);
+}

@@ -155,7 +155,8 @@ Field int_list_field(std::string key, Ref<std::vector<int64_t>> ref, int64_t lo,
   return f;
 }
 
-// loss.dispersion.layers: "last", "all", or an array of block indices (1-based; checked against n_layer later).
+// loss.dispersion.layers: "last", "all", or an array of layer indices (0 = embedding output, i = block i; checked
+// against n_layer later).
 Field layers_field(std::string key) {
   Field f{key, "\"last\", \"all\" or an array of layer indices", nullptr, nullptr};
   f.parse = [=](Recipe& r, const toml::node& n, const Origin& at) {
@@ -168,12 +169,12 @@ Field layers_field(std::string key) {
     } else if (n.is_array() && !n.as_array()->empty()) {
       d.layers.clear();
       for (const auto& e : *n.as_array()) {
-        if (!e.is_integer()) fail(at, key, "expected an array of integers (block indices, 1 = first block)");
+        if (!e.is_integer()) fail(at, key, "expected an array of integers (layer indices: 0 = embedding output, 1 = first block)");
         d.layers.push_back(e.as_integer()->get());
       }
       d.layers_mode = "list";
     } else {
-      fail(at, key, "expected \"last\", \"all\" or a non-empty array of block indices, got " + node_type_name(n));
+      fail(at, key, "expected \"last\", \"all\" or a non-empty array of layer indices, got " + node_type_name(n));
     }
   };
   f.emit = [=](const Recipe& r, toml::table& t, const std::string& leaf) {
@@ -256,6 +257,8 @@ const std::vector<Field>& schema() {
       int_list_field("loss.contrastive.matryoshka_dims", REF(loss.contrastive.matryoshka_dims), 1, 65536),
       string_field("loss.contrastive.pooling", REF(loss.contrastive.pooling), {"mean", "cls", "last"}),
       int_field("diagnostics.every", REF(diagnostics.every), 0, kBig),
+      int_field("diagnostics.early_every", REF(diagnostics.early_every), 0, kBig),
+      int_field("diagnostics.early_until", REF(diagnostics.early_until), 0, kBig),
       int_field("diagnostics.probe_texts", REF(diagnostics.probe_texts), 2, 4096),
       int_field("diagnostics.max_pairs", REF(diagnostics.max_pairs), 1, 1 << 24),
       bool_field("diagnostics.socm", REF(diagnostics.socm)),
@@ -390,11 +393,15 @@ void validate(const Recipe& r) {
   if (r.data.source == "text" && r.data.path.empty())
     fail(at, "data.path", "data.source = \"text\" needs at least one file", "set data.path = \"corpus.txt\"");
   validate_objective(r);
+  if ((r.diagnostics.early_every > 0) != (r.diagnostics.early_until > 0))
+    fail(at, r.diagnostics.early_every > 0 ? "diagnostics.early_until" : "diagnostics.early_every",
+         "diagnostics.early_every and diagnostics.early_until go together",
+         "set both (e.g. early_every = 5, early_until = 50) or neither");
   const auto& d = r.loss.dispersion;
   for (auto layer : d.layers)
-    if (layer < 1 || layer > r.model.n_layer)
+    if (layer < 0 || layer > r.model.n_layer)
       fail(at, "loss.dispersion.layers", fmt::format("layer {} does not exist", layer),
-           fmt::format("blocks are numbered 1..{}", r.model.n_layer));
+           fmt::format("layers are numbered 0 (embedding output) .. {} (last block)", r.model.n_layer));
 }
 
 }  // namespace

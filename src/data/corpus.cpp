@@ -108,6 +108,12 @@ Corpus load_corpus(const DataConfig& data, const std::string& recipe_file) {
     for (const auto& line : load_wordnet_texts()) text += line + "\n";
   } else {
     for (const auto& path : data.path) {
+      if (ends_with(path, ".jsonl")) {
+        std::vector<std::string> docs;
+        append_jsonl_documents(path, read_text_file(path, recipe_file), docs);
+        for (const auto& d : docs) text += d + "\n";
+        continue;
+      }
       text += read_text_file(path, recipe_file);
       if (text.back() != '\n') text += '\n';
     }

@@ -33,6 +33,7 @@ nlohmann::json layer_json(const LayerReport& l) {
   j["tokens_mean"] = l.tokens_mean;
   j["pairs"] = l.socm.pairs;
   j["svd_pairs"] = l.socm.svd_pairs;
+  j["texts_over_trace"] = l.socm.texts_over_trace;
   j["socm"] = summary_json(l.socm.socm, l.socm.socm_q);
   j["d_mu"] = summary_json(l.socm.d_mu, l.socm.d_mu_q);
   j["d_sigma"] = summary_json(l.socm.d_sigma, l.socm.d_sigma_q);
@@ -97,6 +98,12 @@ std::string format_report(const DiagnoseReport& report) {
                        cell(s.d_sigma_q.p95, 8, 4), cell(l.mean_cos_incl, 8, 4), cell(l.mean_cos_excl, 8, 4),
                        cell(l.concentration, 9, 4));
   }
+  for (const auto& l : report.layers)
+    if (l.socm.texts_over_trace > 0)
+      out += fmt::format("warning: layer {}: {} of {} texts have tr Sigma > {} (concentration above it): their SOCM is "
+                         "outside the range where the paper interprets it (d_sigma can exceed 1)\n",
+                         l.layer >= 0 ? std::to_string(l.layer) : std::string("-"), l.socm.texts_over_trace, l.texts,
+                         kSocmTraceLimit);
   return out;
 }
 

@@ -31,14 +31,16 @@ nlohmann::json probe_states(Transformer& model, const torch::Tensor& ids, const 
                             key_padding.defined() ? key_padding.to(device) : key_padding);
   model->train(was_training);
   nlohmann::json line;
-  std::vector<double> mean_cos, batch_mean_cos, concentration;
+  std::vector<double> mean_cos, mean_cos_incl, batch_mean_cos, concentration;
   for (const auto& h : out.hidden) {
     GeometryStats s = geometry_stats(h.to(torch::kCPU), valid, seed, config.max_pairs);
     mean_cos.push_back(s.mean_cos_excl);
+    mean_cos_incl.push_back(s.mean_cos_incl);
     batch_mean_cos.push_back(s.batch_mean_cos);
     concentration.push_back(s.concentration);
   }
   line["mean_cos"] = mean_cos;
+  line["mean_cos_incl"] = mean_cos_incl;
   line["batch_mean_cos"] = batch_mean_cos;
   line["concentration"] = concentration;
   line["mean_cos_final"] =
@@ -48,6 +50,7 @@ nlohmann::json probe_states(Transformer& model, const torch::Tensor& ids, const 
     line["socm"] = s.socm;
     line["socm_d_mu"] = s.d_mu;
     line["socm_d_sigma"] = s.d_sigma;
+    line["socm_texts_over_trace"] = s.texts_over_trace;  // tr Sigma > 2: outside the paper's range (socm.h)
   }
   return line;
 }

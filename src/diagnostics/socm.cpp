@@ -279,7 +279,12 @@ SocmSummary socm_summary(const std::vector<SocmText>& texts, const SocmOptions& 
   s.socm_q = quantiles(column_of(values, &SocmPair::socm));
   s.d_mu_q = quantiles(column_of(values, &SocmPair::d_mu));
   s.d_sigma_q = quantiles(column_of(values, &SocmPair::d_sigma));
+  s.texts_over_trace = count_over_trace(texts);
   return s;
+}
+
+int64_t count_over_trace(const std::vector<SocmText>& texts) {
+  return std::count_if(texts.begin(), texts.end(), [](const SocmText& t) { return t.trace > kSocmTraceLimit; });
 }
 
 SocmMeans socm_means(const std::vector<MatrixXd>& token_lists, const SocmOptions& opt) {
@@ -288,7 +293,7 @@ SocmMeans socm_means(const std::vector<MatrixXd>& token_lists, const SocmOptions
     if (x.rows() > 0) texts.push_back(socm_prepare(x));
   const auto values = socm_pairs(texts, socm_pair_list(int64_t(texts.size()), opt.max_pairs, opt.seed), opt);
   return {mean_of(values, &SocmPair::socm), mean_of(values, &SocmPair::d_mu), mean_of(values, &SocmPair::d_sigma),
-          int64_t(values.size())};
+          int64_t(values.size()), int64_t(texts.size()), count_over_trace(texts)};
 }
 
 }  // namespace spread

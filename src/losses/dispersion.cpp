@@ -115,9 +115,10 @@ Subsample subsample(const torch::Tensor& mask, int64_t batch, int64_t length, in
 }
 
 Pairs pairs(const torch::Tensor& mask, int64_t batch, int64_t length, torch::ScalarType acc,
-            const torch::Device& device) {
+            const torch::Device& device, bool with_self) {
   auto on = torch::TensorOptions().device(device);
-  torch::Tensor off_diagonal = torch::eye(length, on.dtype(torch::kBool)).logical_not();
+  torch::Tensor off_diagonal = with_self ? torch::ones({length, length}, on.dtype(torch::kBool))
+                                         : torch::eye(length, on.dtype(torch::kBool)).logical_not();
   Pairs p;
   if (!mask.defined()) {
     p.mask = off_diagonal.unsqueeze(0);
@@ -129,7 +130,7 @@ Pairs pairs(const torch::Tensor& mask, int64_t batch, int64_t length, torch::Sca
     p.tokens = mask.sum(1).to(acc);
     p.used = p.tokens >= 2;
   }
-  p.count = (p.tokens * (p.tokens - 1)).clamp_min(1);
+  p.count = (p.tokens * (with_self ? p.tokens : p.tokens - 1)).clamp_min(1);
   return p;
 }
 
@@ -166,8 +167,8 @@ struct SymmetricGram : torch::autograd::Function<SymmetricGram> {
 torch::Tensor gram(const torch::Tensor& z) { return SymmetricGram::apply(z); }
 
 torch::Tensor cosine_gram(const torch::Tensor& z, torch::ScalarType acc) {
-  // at ||z|| = 0 the norm's backward is zero (not NaN), and the + 1e-2 keeps s finite.
-  torch::Tensor s = 1 / (torch::linalg_vector_norm(z, 2, {-1}, /*keepdim=*/false, acc) + 1e-2);  // [B, T]
+  // at ||z|| = 0 the norm's backward is zero (not NaN), and the + 1e-4 keeps s finite.
+  torch::Tensor s = 1 / (torch::linalg_vector_norm(z, 2, {-1}, /*keepdim=*/false, acc) + kNormEps);  // [B, T]
   return gram(z).to(acc) * (s.unsqueeze(2) * s.unsqueeze(1));
 }
 

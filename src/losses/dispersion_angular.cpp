@@ -1,5 +1,5 @@
 // Dispersion loss, angular variant (Liu et al. 2026, arXiv:2602.00217; SPEC.md 2; the default).
-//   zh_i = z_i / (||z_i|| + 1e-2),  C = zh zh^T,  C' = C + (clamp(C, -1+t, 1-t) - C).detach(),  D = arccos(C') / pi
+//   zh_i = z_i / (||z_i|| + 1e-4),  C = zh zh^T,  C' = C + (clamp(C, -1+t, 1-t) - C).detach(),  D = arccos(C') / pi
 //   L_seq = log mean_{i != j} exp(-D_ij / tau) = logsumexp_{i != j}(-D_ij / tau) - log(n (n - 1))
 //   L = mean over sequences with n >= 2 of L_seq
 // Lower is more spread: orthogonal tokens give -1/(2 tau), identical ones -arccos(1-t)/(pi tau) (about -0.14).

@@ -1,10 +1,10 @@
 // Dispersion loss, decorrelation variant (the reference code's "decorrelation"; SPEC.md 2).
 //   c_i = z_i - mean_f(z_if)                          (each token centred over its own F features)
-//   r_ij = c_i . c_j / ((||c_i|| + 1e-2) (||c_j|| + 1e-2))
+//   r_ij = c_i . c_j / ((||c_i|| + 1e-4) (||c_j|| + 1e-4))
 //   L_seq = mean_{i != j} r_ij^2
 //   L = mean over sequences with n >= 2 of L_seq
 // r is the Pearson correlation between the feature vectors of tokens i and j (the reference's z-scored Gram
-// matrix divided by F - 1), with the same 1e-2 guard as the angular variant so a constant token (c = 0) gives
+// matrix divided by F - 1), with the same 1e-4 guard as the angular variant so a constant token (c = 0) gives
 // r = 0 with a finite gradient. Squaring pushes towards uncorrelated tokens, not anti-correlated ones.
 #include "spread/losses/dispersion.h"
 

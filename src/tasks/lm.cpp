@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include "spread/data/corpus.h"
+#include "spread/data/pairs.h"
 #include "spread/diagnostics/probe.h"
 #include "spread/eval/perplexity.h"
+#include "spread/tasks/encoder.h"
+#include "spread/util/error.h"
 
 namespace spread {
 namespace {
@@ -22,6 +26,27 @@ std::vector<Batch> fixed_batches(const TokenFile& tokens, int64_t block, int64_t
 
 }  // namespace
 
+std::vector<std::vector<int32_t>> probe_documents(const Recipe& recipe, const Tokenizer& tokenizer) {
+  Documents docs;
+  try {
+    docs = load_documents(recipe.data, recipe.source);
+  } catch (const UserError&) {
+    return {};  // fewer than two documents
+  }
+  const std::string val = load_corpus(recipe.data, recipe.source).val;
+  std::vector<std::vector<int32_t>> out;
+  for (int64_t i : seeded_permutation(int64_t(docs.val.size()), uint64_t(recipe.run.seed), kProbeStream)) {
+    if (int64_t(out.size()) == recipe.diagnostics.probe_texts) break;
+    const std::string& text = docs.val[size_t(i)];
+    if (val.find(text) == std::string::npos) continue;
+    auto ids = tokenizer.encode(text);
+    if (ids.size() < 2) continue;
+    if (int64_t(ids.size()) > recipe.model.block_size) ids.resize(size_t(recipe.model.block_size));
+    out.push_back(std::move(ids));
+  }
+  return out;
+}
+
 LanguageModelTask::LanguageModelTask(const Recipe& recipe, const std::string& run_dir, torch::Device device,
                                      const Note& note)
     : recipe_(recipe), device_(device), data_(prepare_data(recipe, run_dir, note)), objective_(make_objective(recipe)) {
@@ -31,7 +56,23 @@ LanguageModelTask::LanguageModelTask(const Recipe& recipe, const std::string& ru
   val_bytes_per_token_ = double(data_.val->source_bytes()) / double(data_.val->size());
   eval_batches_ = fixed_batches(*data_.val, block, recipe.train.batch_size, recipe.train.eval_batches,
                                 splitmix64(seed ^ kEvalStream));
-  probe_batch_ = fixed_batches(*data_.val, block, recipe.diagnostics.probe_texts, 1, splitmix64(seed ^ kProbeStream))[0];
+  if (recipe.diagnostics.enabled()) prepare_probe(note);
+}
+
+void LanguageModelTask::prepare_probe(const Note& note) {
+  probe_docs_ = probe_documents(recipe_, *data_.tokenizer);
+  if (probe_docs_.size() >= 2) {
+    int64_t tokens = 0;
+    for (const auto& d : probe_docs_) tokens += int64_t(d.size());
+    note(fmt::format("diagnostics: probe of {} single val documents, {:.1f} tokens each on average",
+                     probe_docs_.size(), double(tokens) / double(probe_docs_.size())));
+    return;
+  }
+  probe_docs_.clear();
+  const auto seed = uint64_t(recipe_.run.seed);
+  probe_batch_ = fixed_batches(*data_.val, recipe_.model.block_size, recipe_.diagnostics.probe_texts, 1,
+                               splitmix64(seed ^ kProbeStream))[0];
+  note("diagnostics: the corpus has no document boundaries (lines or blank-line paragraphs); probing windows");
 }
 
 MicroStepLoss LanguageModelTask::micro_step(Transformer& model, int64_t step, int64_t micro, int64_t micro_steps) {
@@ -50,7 +91,11 @@ Evaluation LanguageModelTask::evaluate(Transformer& model) {
 }
 
 nlohmann::json LanguageModelTask::probe(Transformer& model) {
-  return probe_diagnostics(model, probe_batch_, recipe_.diagnostics, uint64_t(recipe_.run.seed), device_);
+  if (probe_docs_.empty())
+    return probe_diagnostics(model, probe_batch_, recipe_.diagnostics, uint64_t(recipe_.run.seed), device_);
+  std::vector<const std::vector<int32_t>*> docs;
+  for (const auto& d : probe_docs_) docs.push_back(&d);
+  return probe_sequences(model, docs, /*pad_id=*/0, recipe_, device_);  // padding is masked, the id is irrelevant
 }
 
 WorkPerStep LanguageModelTask::work_per_step() const {

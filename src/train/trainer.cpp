@@ -125,6 +125,12 @@ void print_header(const Run& run, const BlasInfo& blas, const ThreadPlan& thread
 
 bool due(int64_t every, int64_t step, int64_t last) { return every > 0 && (step % every == 0 || step == last); }
 
+// Every diagnostics.every steps, and every early_every steps up to early_until (a fresh LM's condensation peaks
+// within its first ~50 steps; SPEC 2).
+bool probe_due(const DiagnosticsConfig& d, int64_t step, int64_t last) {
+  return due(d.every, step, last) || (d.early_every > 0 && step <= d.early_until && step % d.early_every == 0);
+}
+
 StepResult train_step(Run& run) {
   StepInputs in{run.model, run.optimizer, *run.task, run.recipe.train};
   StepResult r = optimizer_step(in, run.step, run.schedule.at(run.step));
@@ -236,7 +242,7 @@ int train(const Recipe& recipe, TrainStart start) {
   const WorkPerStep work = run.task->work_per_step();
   Progress progress(run.step, t.max_steps, work.count, work.unit);
   // Condensation is present at initialisation (SPEC 2): the probe sees the model before its first update.
-  if (run.step == 0 && recipe.diagnostics.every > 0) write_probe(run, log);
+  if (run.step == 0 && recipe.diagnostics.enabled()) write_probe(run, log);
   progress.exclude_pause();
   int64_t bad_in_a_row = 0;
   while (run.step < t.max_steps) {
@@ -274,7 +280,7 @@ int train(const Recipe& recipe, TrainStart start) {
       say(fmt::format("eval step {}: {}", run.step, e.summary));
       progress.exclude_pause();
     }
-    if (due(recipe.diagnostics.every, run.step, t.max_steps)) {
+    if (probe_due(recipe.diagnostics, run.step, t.max_steps)) {
       write_probe(run, log);
       progress.exclude_pause();
     }

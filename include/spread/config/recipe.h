@@ -70,12 +70,13 @@ struct DispersionConfig {
   bool enabled = false;
   double lambda = 0.1;
   std::string variant = "angular";  // angular | cosine | l2_repel | hinge | decorrelation
-  double tau = 1.0;
-  double clamp = 0.1;
+  double tau = 0.5;    // SPEC 2 (the reference's tau_cos); was 1.0 before the SPEC review
+  double clamp = 1e-4;  // straight-through clamp t; was 0.1, which flattened the loss above cos 0.9
   int64_t max_tokens = 256;
-  std::vector<int64_t> layers;  // block indices 1..n_layer; empty = last; see layers_mode
+  std::vector<int64_t> layers;  // layer indices 0..n_layer (0 = embedding output); empty = last; see layers_mode
   std::string layers_mode = "last";  // last | all | list
-  bool after_norm = false;
+  bool after_norm = true;  // the last block's output after the final LayerNorm, as the reference and HF's
+                           // hidden_states[-1] (what the LM head sees); was false before the SPEC review
 };
 
 // Masked-language-model pretraining of an encoder (BERT): mask_prob of the non-special tokens are chosen; of
@@ -108,7 +109,10 @@ struct EvalConfig {
 };
 
 struct DiagnosticsConfig {
+  bool enabled() const { return every > 0 || early_every > 0; }
   int64_t every = 0;          // 0 = off; otherwise every N steps on a fixed probe batch from the val split
+  int64_t early_every = 0;    // also every N steps up to step early_until (0 = off): early curves need dense probes
+  int64_t early_until = 0;
   int64_t probe_texts = 16;   // sequences in the probe batch
   int64_t max_pairs = 4096;   // sampled cross-text token pairs for batch_mean_cos
   bool socm = false;          // also log SOCM over all pairs of probe texts (last layer)

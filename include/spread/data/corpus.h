@@ -12,7 +12,8 @@ struct Corpus {
   std::string val;
 };
 
-// data.source = "text": the files of data.path concatenated (a newline between files that lack one);
+// data.source = "text": the files of data.path concatenated (a newline between files that lack one); a .jsonl file
+// contributes its documents (see load_documents), one per line, not its JSON;
 // data.source = "wordnet": one synset per line, in a fixed shuffled order. Throws UserError for unreadable or
 // empty files and invalid UTF-8 is left to the tokenizer.
 Corpus load_corpus(const DataConfig& data, const std::string& recipe_file);

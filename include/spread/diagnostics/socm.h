@@ -26,6 +26,11 @@
 
 namespace spread {
 
+// tr Sigma above which a text is outside the range where the paper interprets SOCM: d_sigma's division by 4 keeps
+// it in [0, 1] only while tr Sigma1 + tr Sigma2 <= 4. (tr Sigma of the mu-normalised text is its concentration.)
+// Such texts are counted and flagged (probe logs, `spread diagnose`), never dropped.
+constexpr double kSocmTraceLimit = 2.0;
+
 // The formula of the pair value; it has the five properties of SPEC.md 1.3 (maximal only at d_mu = 0, d_sigma = 1;
 // zero when d_mu = 1 or d_sigma = 0; non-increasing in d_mu, non-decreasing in d_sigma, negative cross derivative).
 inline double socm_value(double d_mu, double d_sigma) { return (1.0 - d_mu) * d_sigma; }
@@ -87,6 +92,7 @@ struct SocmSummary {
   int64_t texts = 0;
   int64_t pairs = 0;
   int64_t svd_pairs = 0;  // pairs that took the BDCSVD fallback
+  int64_t texts_over_trace = 0;  // texts with tr Sigma > kSocmTraceLimit
   double socm = 0, d_mu = 0, d_sigma = 0;  // means over pairs (NaN without pairs)
   Quantiles socm_q, d_mu_q, d_sigma_q;
 };
@@ -100,7 +106,12 @@ SocmSummary socm_summary(const std::vector<SocmText>& texts, const SocmOptions& 
 struct SocmMeans {
   double socm = 0, d_mu = 0, d_sigma = 0;
   int64_t pairs = 0;
+  int64_t texts = 0;
+  int64_t texts_over_trace = 0;  // texts with tr Sigma > kSocmTraceLimit
 };
+
+// How many of `texts` have tr Sigma > kSocmTraceLimit.
+int64_t count_over_trace(const std::vector<SocmText>& texts);
 SocmMeans socm_means(const std::vector<Eigen::MatrixXd>& token_lists, const SocmOptions& opt = {});
 
 }  // namespace spread

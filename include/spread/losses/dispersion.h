@@ -2,17 +2,18 @@
 // Dispersion loss (Liu et al. 2026, arXiv:2602.00217; reference code KrishnaswamyLab/LM-Dispersion; SPEC.md 2).
 // Added to the LM loss during training as  L = L_LM + lambda * L_disp  to keep the hidden states of a sequence
 // from condensing into one direction. Every variant:
-//   - forms pairs within each sequence only; padding never enters a pair; self pairs (i == i) are excluded;
+//   - forms pairs within each sequence only; padding never enters a pair; self pairs (i == i) are excluded, except
+//     in l2_repel, which keeps them as the reference does (they bound it below by -log n);
 //   - first subsamples max_tokens valid positions (seeded) from any sequence that has more;
 //   - takes a per-sequence value, then the mean over sequences with >= 2 valid tokens (others are skipped; a batch
 //     where none has two valid tokens gives 0, still connected to the graph so backward() works).
 // The variants, each in its own file src/losses/dispersion_<variant>.cpp with its formula in a header comment:
 //   angular        log mean_{i!=j} exp(-D_ij / tau),  D = arccos(C') / pi                    (default)
 //   cosine         mean_{i!=j} zh_i . zh_j
-//   l2_repel       log mean_{i!=j} exp(-||z_i - z_j||^2 / tau) + 0.1 * mean_{i,f} z_if^2
+//   l2_repel       log mean_{i,j} exp(-||z_i - z_j||^2 / tau) + 0.1 * mean_{i,f} z_if^2   (all n^2 pairs)
 //   hinge          mean_{i!=j} max(0, 1/2 - D_ij)^2
 //   decorrelation  mean_{i!=j} r_ij^2,  r = token x token correlation (centred over features)
-// with zh = z / (||z|| + 1e-2), C = zh zh^T and the straight-through clamp C' = C + (clamp(C, -1+t, 1-t) - C).detach().
+// with zh = z / (||z|| + 1e-4), C = zh zh^T and the straight-through clamp C' = C + (clamp(C, -1+t, 1-t) - C).detach().
 // Dtypes: the batched matmul over [B,T,F] runs in the input dtype; token norms, the [B,T,T] pair matrix and every
 // reduction run in float32 (float64 when the input is float64). The loss is a float32 scalar (float64 for float64
 // input). Cost: see src/tools/bench_dispersion.cpp (last-layer angular: about 1% of a small GPT's training step).
@@ -25,8 +26,8 @@ namespace spread {
 
 struct DispersionOptions {
   std::string variant = "angular";  // angular | cosine | l2_repel | hinge | decorrelation
-  double tau = 1.0;                 // temperature of angular and l2_repel
-  double clamp = 0.1;               // t of the straight-through clamp (angular, hinge); 0 < t < 1
+  double tau = 0.5;                 // temperature of angular and l2_repel (the reference's tau_cos)
+  double clamp = 1e-4;              // t of the straight-through clamp (angular, hinge); 0 < t < 1
   int64_t max_tokens = 256;         // per-sequence subsample size; >= 2
 };
 
@@ -61,6 +62,9 @@ torch::Tensor decorrelation_dispersion(const torch::Tensor& hidden, const torch:
 // ---- building blocks shared by the variants (public so that tests can check them one by one) --------------------
 namespace dispersion_parts {
 
+// The epsilon of zh = z / (||z|| + eps), the reference's 1e-4 (SPEC 2 step 2): finite value and gradient at z = 0.
+constexpr double kNormEps = 1e-4;
+
 // Per sequence, the positions that take part: at most max_tokens valid ones, drawn uniformly without replacement
 // (seeded) from a sequence that has more, all of them otherwise. index: [B, K] int64 positions in ascending order,
 // K = min(T, max_tokens); mask: [B, K] bool, false where a sequence has fewer than K valid positions.
@@ -72,16 +76,16 @@ struct Subsample {
 };
 Subsample subsample(const torch::Tensor& mask, int64_t batch, int64_t length, int64_t max_tokens, uint64_t seed);
 
-// The pairs (i, j) that enter a sequence's value: i != j, both valid.
+// The pairs (i, j) that enter a sequence's value: both valid, and i != j unless with_self.
 struct Pairs {
   torch::Tensor mask;    // [B or 1, T, T] bool
   torch::Tensor tokens;  // [B] n, the valid tokens of each sequence, accumulate dtype
-  torch::Tensor count;   // [B] n (n - 1), accumulate dtype, >= 1 (1 where a sequence is skipped)
+  torch::Tensor count;   // [B] n (n - 1), or n^2 with_self; accumulate dtype, >= 1 (1 where a sequence is skipped)
   torch::Tensor used;    // [B] bool, n >= 2
   bool all_used = false; // no padding and T >= 2: lets the common case skip the per-sequence masking
 };
 Pairs pairs(const torch::Tensor& mask, int64_t batch, int64_t length, torch::ScalarType acc,
-            const torch::Device& device);
+            const torch::Device& device, bool with_self = false);
 
 // float32, or float64 for float64 input.
 torch::ScalarType accumulate_dtype(const torch::Tensor& hidden);
@@ -97,7 +101,7 @@ torch::Tensor straight_through_clamp(const torch::Tensor& c, double t);
 // dz = (dG + dG^T) z, where autograd's bmm would spend two (one per operand) and a strided add.
 torch::Tensor gram(const torch::Tensor& z);
 
-// C = zh zh^T per sequence, computed as G_ij s_i s_j with s = 1/(||z|| + 1e-2) so that the normalisation (and its
+// C = zh zh^T per sequence, computed as G_ij s_i s_j with s = 1/(||z|| + 1e-4) (the reference's epsilon) so that the normalisation (and its
 // backward) runs on [B, T] and [B, T, T] tensors rather than on [B, T, F]. [B, T, T] in dtype acc.
 torch::Tensor cosine_gram(const torch::Tensor& z, torch::ScalarType acc);
 

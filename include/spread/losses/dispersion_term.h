@@ -1,8 +1,9 @@
 #pragma once
 // The dispersion penalty as a term of the LM objective: lambda * mean over the chosen layers of
 // dispersion_loss(hidden states of that layer) (losses/dispersion.h has the formulas).
-// Layers: "last" = the final block output (before the final LayerNorm unless after_norm), "all" = every block,
-// or a list of block indices (1 = first block).
+// Layers (SPEC 2, as the reference's dispersion_loc): "last" = the last block's output after the final LayerNorm
+// (what the LM head sees; before it when after_norm = false); "all" = the embedding output and every block output,
+// the last one taken as "last" is; or a list of layer indices (0 = embedding output, i = block i).
 #include "spread/config/recipe.h"
 #include "spread/losses/objective.h"
 
@@ -16,9 +17,12 @@ class DispersionTerm : public LossTerm {
   bool needs_hidden() const override { return true; }
   torch::Tensor compute(const LossInput& in) const override;
 
+  // The states the penalty is computed on, one per chosen layer, in order.
+  std::vector<torch::Tensor> states(const TransformerOutput& out) const;
+
  private:
   DispersionConfig config_;
-  std::vector<int64_t> layers_;  // block indices into TransformerOutput::hidden
+  std::vector<int64_t> layers_;  // indices into TransformerOutput::hidden (0 = embedding output)
 };
 
 }  // namespace spread

@@ -1,7 +1,8 @@
 #pragma once
 // Language-model pretraining as a task: random windows of the tokenised corpus, next-token cross-entropy plus the
 // optional dispersion term (losses/objective.h), validation loss / perplexity / bits per byte on fixed windows of
-// the val split, and geometry diagnostics on a fixed probe batch.
+// the val split, and geometry diagnostics on fixed single documents of the val split (windows when the corpus has
+// no document boundaries).
 #include <memory>
 #include <vector>
 
@@ -11,6 +12,13 @@
 #include "spread/train/setup.h"
 
 namespace spread {
+
+// The LM probe's texts: up to diagnostics.probe_texts single documents of the val split (load_documents: lines,
+// blank-line paragraphs, JSONL records or WordNet synsets), seeded, tokenised and truncated to block_size; a document
+// that straddles the byte cut of the train/val split is passed over. Condensation is a property of the tokens of
+// one text (SPEC 2), which windows across unrelated documents do not show. Empty when the corpus has no document
+// boundaries.
+std::vector<std::vector<int32_t>> probe_documents(const Recipe& recipe, const Tokenizer& tokenizer);
 
 class LanguageModelTask : public TrainingTask {
  public:
@@ -23,13 +31,16 @@ class LanguageModelTask : public TrainingTask {
   WorkPerStep work_per_step() const override;
 
  private:
+  void prepare_probe(const Note& note);
+
   Recipe recipe_;
   torch::Device device_;
   RunData data_;
   Objective objective_;
   std::unique_ptr<WindowSampler> sampler_;
   std::vector<Batch> eval_batches_;
-  Batch probe_batch_;
+  std::vector<std::vector<int32_t>> probe_docs_;  // token ids, truncated to block_size
+  Batch probe_batch_;                               // the fallback: windows of the val split
   double val_bytes_per_token_ = 1.0;
 };
 
