@@ -4,12 +4,14 @@
 
 #include <cstring>
 #include <cxxopts.hpp>
+#include <filesystem>
 #include <string>
 
 #include "commands.h"
 #include "spread/runtime/allocator.h"
 #include "spread/runtime/blas.h"
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace {
 
@@ -55,6 +57,10 @@ int main(int argc, char** argv) {
     return dispatch(argc, argv);
   } catch (const spread::UserError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
+    return 2;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // The library turns the filesystem errors it expects into UserErrors; this catches any other one the same way.
+    fmt::print(stderr, "error: {}\n", spread::filesystem_user_error(e).what());
     return 2;
   } catch (const cxxopts::exceptions::exception& e) {
     fmt::print(stderr, "error: {} (see `spread {} --help`)\n", e.what(), argc > 1 ? argv[1] : "");

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace fs = std::filesystem;
 
@@ -73,7 +74,7 @@ void write_file_atomic(const std::string& path, const std::string& contents) {
     }
   }
   fsync_path(tmp, O_RDONLY);
-  fs::rename(tmp, path);
+  rename_file(tmp, path);
   fsync_path(fs::path(path).parent_path().string(), O_RDONLY | O_DIRECTORY);
 }
 
@@ -86,11 +87,11 @@ std::string save_checkpoint(const std::string& run_dir, const Checkpoint& ckpt, 
   put<uint32_t>(file, crc32_of(payload));
   file += payload;
   fs::path dir = fs::path(run_dir) / "ckpt";
-  fs::create_directories(dir);
+  make_directories(dir.string());
   std::string path = (dir / fmt::format("step_{:08d}.ckpt", ckpt.step)).string();
   write_file_atomic(path, file);
   auto all = list_checkpoints(run_dir);
-  for (size_t i = size_t(std::max<int64_t>(keep_last, 1)); i < all.size(); ++i) fs::remove(all[i]);
+  for (size_t i = size_t(std::max<int64_t>(keep_last, 1)); i < all.size(); ++i) remove_file(all[i]);
   return path;
 }
 

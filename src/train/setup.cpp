@@ -5,6 +5,7 @@
 
 #include "spread/data/corpus.h"
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace fs = std::filesystem;
 
@@ -39,7 +40,7 @@ torch::Device recipe_device(const Recipe& recipe) {
 
 RunData prepare_data(const Recipe& recipe, const std::string& run_dir,
                      const std::function<void(const std::string&)>& log) {
-  fs::create_directories(run_dir);
+  make_directories(run_dir);
   const std::string train_path = (fs::path(run_dir) / "train.bin").string();
   const std::string val_path = (fs::path(run_dir) / "val.bin").string();
   const bool have_tokenizer = fs::exists(fs::path(run_dir) / "tokenizer.model") ||
@@ -79,7 +80,7 @@ void copy_tokenizer_files(const Recipe& recipe, const std::string& run_dir) {
   if (!fs::exists(from / "tokenizer.json"))
     throw user_error(recipe.source, 0, "train.init_from", "'" + from.string() + "' holds no tokenizer.json",
                      "give the directory of a run trained with spread (<run.out_dir>/<run.name>)");
-  fs::create_directories(run_dir);
+  make_directories(run_dir);
   for (const char* name : {"tokenizer.json", "tokenizer.model", "tokenizer.chars"})
     if (fs::exists(from / name)) fs::copy_file(from / name, fs::path(run_dir) / name, fs::copy_options::overwrite_existing);
 }

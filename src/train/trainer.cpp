@@ -23,6 +23,7 @@
 #include "spread/train/setup.h"
 #include "spread/train/step.h"
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace fs = std::filesystem;
 
@@ -152,10 +153,10 @@ void open_run(Run& run, TrainStart start, const std::function<void(const std::st
   if (start == TrainStart::Resume && list_checkpoints(run.dir).empty())
     throw user_error(run.dir, 0, "", "no checkpoint to resume from", "start the run with `spread train RECIPE`");
   if (start == TrainStart::Fresh) {
-    fs::create_directories(run.dir);
+    make_directories(run.dir);
     for (const char* stale : {"tokenizer.model", "tokenizer.chars", "tokenizer.json", "train.bin", "val.bin",
                               "metrics.jsonl"})
-      fs::remove(fs::path(run.dir) / stale);
+      remove_file((fs::path(run.dir) / stale).string());
     write_file_atomic((fs::path(run.dir) / "recipe.toml").string(), recipe_to_toml(run.recipe));
     if (!run.recipe.train.init_from.empty()) copy_tokenizer_files(run.recipe, run.dir);
   }
