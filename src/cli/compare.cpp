@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "options.h"
 #include "spread/log/metrics_log.h"
 #include "spread/train/trainer.h"
 #include "spread/util/error.h"
@@ -52,7 +53,7 @@ int cmd_compare(int argc, char** argv) {
   options.add_options()("runs", "run directories", cxxopts::value<std::vector<std::string>>())
       ("markdown", "print a Markdown table")("h,help", "show this help");
   options.parse_positional({"runs"});
-  auto args = options.parse(argc, argv);
+  auto args = parse_arguments(options, argc, argv);
   if (args.count("help")) {
     fmt::print("{}\n", options.help());
     return 0;

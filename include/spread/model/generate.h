@@ -14,6 +14,10 @@ struct SampleOptions {
   uint64_t seed = 1337;
 };
 
+// Each new token costs a forward pass over up to block_size tokens; at this many a generation runs for hours on
+// a CPU, so a larger request is a typo more likely than a wish.
+inline constexpr int64_t kMaxNewTokens = 100000;
+
 std::vector<int32_t> generate(Transformer& model, std::vector<int32_t> prompt, const SampleOptions& options,
                               const torch::Device& device);
 
