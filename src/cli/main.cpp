@@ -19,6 +19,10 @@ constexpr const char* kUsage = R"(spread: a trainer for small language and embed
 
 usage: spread <command> [options]     (spread <command> --help for its options)
 
+exit codes: 0 done; 1 internal error; 2 bad input (arguments, recipe, data, checkpoint, files, a run directory
+in use by another trainer); 3 training diverged (NaN/Inf); 130/143 training stopped by SIGINT/SIGTERM after
+saving a checkpoint (resume with spread train --resume RUN_DIR)
+
 commands:
   train      train from a recipe, or resume a run:  spread train RECIPE [--set key=value ...]
                                                      spread train --resume RUN_DIR

@@ -78,6 +78,12 @@ void write_file_atomic(const std::string& path, const std::string& contents) {
   fsync_path(fs::path(path).parent_path().string(), O_RDONLY | O_DIRECTORY);
 }
 
+std::optional<std::string> first_non_finite(const Checkpoint& ckpt) {
+  for (const auto& [name, t] : ckpt.tensors)
+    if (t.is_floating_point() && !torch::isfinite(t).all().item<bool>()) return name;
+  return std::nullopt;
+}
+
 std::string save_checkpoint(const std::string& run_dir, const Checkpoint& ckpt, int64_t keep_last) {
   std::string payload = serialize(ckpt);
   std::string file;
@@ -116,6 +122,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   std::istringstream payload_stream(payload);
   archive.load_from(payload_stream);
   Checkpoint ckpt;
+  ckpt.path = path;
   c10::IValue meta;
   archive.read("__meta__", meta);
   ckpt.meta = nlohmann::json::parse(meta.toStringRef());
@@ -150,6 +157,25 @@ std::optional<Checkpoint> load_latest_checkpoint(const std::string& run_dir, std
     }
   }
   return std::nullopt;
+}
+
+Checkpoint checkpoint_to_use(const std::string& run_dir, const std::function<void(const std::string&)>& warn) {
+  std::vector<std::string> warnings;
+  auto ckpt = load_latest_checkpoint(run_dir, &warnings);
+  for (const auto& w : warnings) warn(w);
+  if (!ckpt && list_checkpoints(run_dir).empty())
+    throw user_error(run_dir, 0, "", "no checkpoint in ckpt/ yet", "train the run first (spread train RECIPE)");
+  if (!ckpt)
+    throw user_error(run_dir, 0, "", fmt::format("none of the {} checkpoints in ckpt/ reads back intact (truncated or "
+                                                 "corrupt, see the warnings)", list_checkpoints(run_dir).size()),
+                     "they cannot be repaired: restore ckpt/ from a copy, or train the run again under a new run.name");
+  if (auto bad = first_non_finite(*ckpt)) throw diverged_checkpoint_error(ckpt->path, "'" + *bad + "' holds NaN or Inf");
+  return *ckpt;
+}
+
+UserError diverged_checkpoint_error(const std::string& path, const std::string& problem) {
+  return user_error(path, 0, "", problem + ": the run had diverged when this checkpoint was written",
+                    "delete this file to use the previous checkpoint, or train again with a lower train.lr");
 }
 
 }  // namespace spread

@@ -20,7 +20,9 @@ struct LoadedRun {
   int64_t step = 0;  // step of the checkpoint that was loaded
 };
 
-// Throws UserError (naming the directory and the fix) when the run dir has no recipe or no valid checkpoint.
+// Throws UserError (naming the directory and the fix) when the run dir has no recipe or no checkpoint to use
+// (none yet, all damaged, or the newest intact one holds NaN or Inf; see checkpoint_to_use). Reads only: works on
+// a run that is training.
 LoadedRun load_run(const std::string& run_dir);
 
 // Hidden states of one text, one [n, F] float tensor per layer (0 = embeddings, i = output of block i), truncated
