@@ -2,6 +2,8 @@
 #include <cxxopts.hpp>
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include "commands.h"
 #include "options.h"
 #include "spread/model/generate.h"
@@ -34,10 +36,11 @@ int cmd_generate(int argc, char** argv) {
   o.top_k = int_option(args, "top-k", 0, INT64_MAX);
   o.seed = uint64_t(int_option(args, "seed", 0, INT64_MAX));
   LoadedRun run = load_run(args["run"].as<std::string>());
-  auto prompt = run.tokenizer->encode(args["prompt"].as<std::string>());
-  if (prompt.empty()) prompt = run.tokenizer->encode("\n");
-  auto ids = generate(run.model, prompt, o, recipe_device(run.recipe));
-  fmt::print("{}\n", run.tokenizer->decode(ids));
+  generate_text(run, args["prompt"].as<std::string>(), o, [](const std::string& text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);  // the text of each token as it is drawn, not all of it at the end
+  });
+  std::fputs("\n", stdout);
   return 0;
 }
 

@@ -1,6 +1,7 @@
 #include "spread/train/run.h"
 
 #include "spread/data/special_tokens.h"
+#include "spread/data/text_stream.h"
 #include "spread/train/checkpoint.h"
 #include "spread/train/setup.h"
 #include "spread/train/trainer.h"
@@ -23,6 +24,16 @@ LoadedRun load_run(const std::string& run_dir) {
   run.model->eval();
   run.step = ckpt.step;
   return run;
+}
+
+void generate_text(LoadedRun& run, const std::string& prompt, const SampleOptions& options,
+                   const std::function<void(const std::string&)>& emit) {
+  auto ids = run.tokenizer->encode(prompt);
+  if (ids.empty()) ids = run.tokenizer->encode("\n");
+  emit(run.tokenizer->decode(ids));
+  TextStream stream(*run.tokenizer, ids);
+  generate(run.model, ids, options, recipe_device(run.recipe), [&](int32_t id) { emit(stream.push(id)); });
+  emit(stream.finish());
 }
 
 std::vector<torch::Tensor> text_hidden_states(LoadedRun& run, const std::string& text) {
