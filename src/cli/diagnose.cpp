@@ -92,6 +92,9 @@ std::vector<Eigen::MatrixXd> read_token_lists(const std::string& dir) {
     lists.push_back(read_npy_matrix(f));
     const auto& x = lists.back();
     if (x.rows() == 0) throw user_error(f, 0, "", "the token list has no tokens (shape (0, d))");
+    if (!x.allFinite())
+      throw user_error(f, 0, "", "the token list holds NaN or Inf values",
+                       "SOCM of non-finite vectors means nothing: fix or leave out this file");
     if (x.cols() != lists.front().cols())
       throw user_error(f, 0, "",
                        fmt::format("width {} differs from {} in {}", x.cols(), lists.front().cols(), files[0]),

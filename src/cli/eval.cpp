@@ -26,11 +26,12 @@ int eval_lm(LoadedRun& run, const cxxopts::ParseResult& args, const Limits& limi
   TokenFile val(run.dir + "/val.bin");
   EvalResult r = evaluate_split(run.model, val, limits.batch_size, limits.max_batches, recipe_device(run.recipe));
   if (args.count("json")) {
-    fmt::print("{{\"step\": {}, \"val_loss\": {}, \"val_ppl\": {}, \"val_bpb\": {}, \"tokens\": {}}}\n", run.step,
-               r.loss, r.ppl, r.bpb, r.tokens);
+    const nlohmann::json j = {{"step", run.step}, {"val_loss", r.loss}, {"val_ppl", r.ppl}, {"val_bpb", r.bpb},
+                              {"tokens", r.tokens}};
+    fmt::print("{}\n", j.dump());  // an infinite perplexity becomes null, not invalid JSON
   } else {
-    fmt::print("run {} at step {}: val loss {:.4f}, perplexity {:.3f}, {:.4f} bits/byte over {} tokens\n", run.dir,
-               run.step, r.loss, r.ppl, r.bpb, r.tokens);
+    fmt::print("run {} at step {}: val loss {:.4f}, perplexity {}, {:.4f} bits/byte over {} tokens\n", run.dir,
+               run.step, r.loss, format_perplexity(r.ppl), r.bpb, r.tokens);
   }
   return 0;
 }
