@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -144,6 +145,32 @@ TEST(Checkpoint, TruncatedAndCorruptFilesAreReportedAndSkipped) {
   fs::remove_all(dir);
 }
 
+TEST(Checkpoint, NonFiniteTensorsAreNamedAndNeverUsed) {
+  auto dir = temp_dir("ckpt_nan");
+  spread::Checkpoint c;
+  c.step = 1;
+  c.tensors["a"] = torch::ones({4});
+  c.tensors["rng"] = torch::zeros({4}, torch::kUInt8);  // not floating point: never "non-finite"
+  EXPECT_FALSE(spread::first_non_finite(c).has_value());
+  spread::save_checkpoint(dir.string(), c, 5);
+  c.step = 2;
+  c.tensors["b"] = torch::tensor({1.0f, std::numeric_limits<float>::infinity()});
+  EXPECT_EQ(spread::first_non_finite(c).value_or(""), "b");
+  const std::string bad = spread::save_checkpoint(dir.string(), c, 5);  // as a spread without the check wrote it
+  std::vector<std::string> warnings;
+  try {
+    spread::checkpoint_to_use(dir.string(), [&](const std::string& w) { warnings.push_back(w); });
+    FAIL() << "a checkpoint with Inf was used";
+  } catch (const spread::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'b'"), std::string::npos) << e.what();
+  }
+  fs::remove(bad);
+  EXPECT_EQ(spread::checkpoint_to_use(dir.string(), [](const std::string&) {}).step, 1);
+  EXPECT_TRUE(warnings.empty());
+  fs::remove_all(dir);
+}
+
 TEST(Data, TokenFileRoundTripAndBadHeader) {
   auto dir = temp_dir("tokens");
   std::vector<int32_t> tokens = {5, 0, 65535, 7};
@@ -179,18 +206,20 @@ TEST(Data, WindowsAreDeterministicPerStepAndShiftedByOne) {
 TEST(Train, NonFiniteStepsAreSkippedThenTrainingStops) {
   auto dir = temp_dir("nan");
   ASSERT_EQ(spread::train(tiny_recipe(dir, "nan", 5, {"train.max_bad_steps=3"}), spread::TrainStart::Fresh), 0);
-  // Poison the weights in the checkpoint: every following step has a NaN loss.
   auto path = spread::list_checkpoints((dir / "nan").string())[0];
-  auto ckpt = spread::read_checkpoint(path);
-  ckpt.tensors["model.wte.weight"].fill_(std::numeric_limits<float>::quiet_NaN());
-  spread::save_checkpoint((dir / "nan").string(), ckpt, 10);
-  auto resumed = spread::recipe_of_run((dir / "nan").string(), {"train.max_steps=50"});
+  // lr 10 without AdamW's second-moment memory: within a few steps the weights are so large that every forward
+  // pass overflows, and each later step is non-finite. No checkpoint is due before the run stops.
+  auto resumed = spread::recipe_of_run((dir / "nan").string(),
+                                       {"train.max_steps=50", "train.lr=10", "train.min_lr=0", "train.beta2=0",
+                                        "train.eps=1e-30", "train.grad_clip=0", "train.ckpt_every=0"});
   EXPECT_EQ(spread::train(resumed, spread::TrainStart::Resume), spread::kExitDiverged);
-  int skipped = 0;
+  std::vector<std::string> events;
   for (const auto& j : spread::read_metrics((dir / "nan" / "metrics.jsonl").string()))
-    if (j.value("event", "") == "nan_skip") ++skipped;
-  EXPECT_EQ(skipped, 3);
-  // The checkpoint the run resumed from is still there and intact.
+    if (j.contains("event")) events.push_back(j["event"]);
+  EXPECT_EQ(std::count(events.begin(), events.end(), "nan_skip"), 3);
+  EXPECT_EQ(events.back(), "diverged");
+  // The checkpoint the run resumed from is still the newest, and intact.
+  EXPECT_EQ(spread::list_checkpoints((dir / "nan").string())[0], path);
   EXPECT_NO_THROW(spread::read_checkpoint(path));
   fs::remove_all(dir);
 }

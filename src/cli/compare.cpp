@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "options.h"
+#include "spread/eval/perplexity.h"
 #include "spread/log/metrics_log.h"
 #include "spread/train/trainer.h"
 #include "spread/util/error.h"
@@ -15,6 +17,7 @@ namespace {
 struct RunSummary {
   std::string name;
   std::string dispersion = "off";
+  std::string status;
   int64_t step = 0;
   double val_loss = NAN, val_ppl = NAN, val_bpb = NAN, mean_cos = NAN, batch_mean_cos = NAN;
 };
@@ -29,8 +32,10 @@ RunSummary summarize(const std::string& dir) {
   s.name = std::filesystem::path(dir).filename().string();
   if (recipe.loss.dispersion.enabled)
     s.dispersion = fmt::format("{} λ={:g}", recipe.loss.dispersion.variant, recipe.loss.dispersion.lambda);
+  std::vector<std::string> events;
   for (const auto& j : read_metrics(dir + "/metrics.jsonl")) {
     s.step = std::max(s.step, j.value("step", int64_t(0)));
+    if (j.contains("event") && j["event"].is_string()) events.push_back(j["event"]);
     if (j.contains("val_loss") && j["val_loss"].is_number()) {
       s.val_loss = j["val_loss"];
       s.val_ppl = j.value("val_ppl", NAN);
@@ -41,6 +46,7 @@ RunSummary summarize(const std::string& dir) {
       s.batch_mean_cos = last_of(j.value("batch_mean_cos", nlohmann::json()));
     }
   }
+  s.status = run_status(events);
   return s;
 }
 
@@ -52,7 +58,7 @@ int cmd_compare(int argc, char** argv) {
   options.add_options()("runs", "run directories", cxxopts::value<std::vector<std::string>>())
       ("markdown", "print a Markdown table")("h,help", "show this help");
   options.parse_positional({"runs"});
-  auto args = options.parse(argc, argv);
+  auto args = parse_arguments(options, argc, argv);
   if (args.count("help")) {
     fmt::print("{}\n", options.help());
     return 0;
@@ -61,14 +67,14 @@ int cmd_compare(int argc, char** argv) {
   std::vector<RunSummary> rows;
   for (const auto& dir : args["runs"].as<std::vector<std::string>>()) rows.push_back(summarize(dir));
   const bool md = args.count("markdown") > 0;
-  const char* fmt_row = md ? "| {:<24} | {:<18} | {:>6} | {:>8} | {:>8} | {:>8} | {:>8} | {:>8} |\n"
-                           : "{:<24} {:<18} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8}\n";
-  fmt::print(fmt::runtime(fmt_row), "run", "dispersion", "step", "val_loss", "val_ppl", "val_bpb", "mean_cos",
-             "batch_cos");
-  if (md) fmt::print("|---|---|---:|---:|---:|---:|---:|---:|\n");
+  const char* fmt_row = md ? "| {:<24} | {:<18} | {:<18} | {:>6} | {:>8} | {:>8} | {:>8} | {:>8} | {:>8} |\n"
+                           : "{:<24} {:<18} {:<18} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8}\n";
+  fmt::print(fmt::runtime(fmt_row), "run", "status", "dispersion", "step", "val_loss", "val_ppl", "val_bpb",
+             "mean_cos", "batch_cos");
+  if (md) fmt::print("|---|---|---|---:|---:|---:|---:|---:|---:|\n");
   auto num = [](double v, int digits) { return std::isnan(v) ? std::string("-") : fmt::format("{:.{}f}", v, digits); };
   for (const auto& r : rows)
-    fmt::print(fmt::runtime(fmt_row), r.name, r.dispersion, r.step, num(r.val_loss, 4), num(r.val_ppl, 3),
+    fmt::print(fmt::runtime(fmt_row), r.name, r.status, r.dispersion, r.step, num(r.val_loss, 4), std::isnan(r.val_ppl) ? "-" : format_perplexity(r.val_ppl),
                num(r.val_bpb, 4), num(r.mean_cos, 4), num(r.batch_mean_cos, 4));
   return 0;
 }

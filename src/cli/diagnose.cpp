@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "options.h"
 #include "spread/data/npy.h"
 #include "spread/data/wordnet.h"
 #include "spread/diagnostics/report.h"
@@ -91,6 +92,9 @@ std::vector<Eigen::MatrixXd> read_token_lists(const std::string& dir) {
     lists.push_back(read_npy_matrix(f));
     const auto& x = lists.back();
     if (x.rows() == 0) throw user_error(f, 0, "", "the token list has no tokens (shape (0, d))");
+    if (!x.allFinite())
+      throw user_error(f, 0, "", "the token list holds NaN or Inf values",
+                       "SOCM of non-finite vectors means nothing: fix or leave out this file");
     if (x.cols() != lists.front().cols())
       throw user_error(f, 0, "",
                        fmt::format("width {} differs from {} in {}", x.cols(), lists.front().cols(), files[0]),
@@ -162,13 +166,13 @@ int cmd_diagnose(int argc, char** argv) {
        cxxopts::value<std::string>()->default_value("all"))
       ("pairs", "all, or N for a seeded sample of N distinct pairs",
        cxxopts::value<std::string>()->default_value("all"))
-      ("max-texts", "use the first N texts (0 = all)", cxxopts::value<size_t>()->default_value("1000"))
-      ("seed", "seed of the pair sample and of the wordnet shuffle", cxxopts::value<uint64_t>()->default_value("0"))
+      ("max-texts", "use the first N texts (0 = all)", cxxopts::value<int64_t>()->default_value("1000"))
+      ("seed", "seed of the pair sample and of the wordnet shuffle", cxxopts::value<int64_t>()->default_value("0"))
       ("paper-compatible", "add 1e-9 I as the reference code does (lowers d_sigma; for published tables)")
-      ("threads", "threads over pairs (0 = all cores)", cxxopts::value<int>()->default_value("0"))
+      ("threads", "threads over pairs (0 = all cores)", cxxopts::value<int64_t>()->default_value("0"))
       ("out", "also write the report as JSON", cxxopts::value<std::string>(), "FILE")
       ("h,help", "show this help");
-  auto args = options.parse(argc, argv);
+  auto args = parse_arguments(options, argc, argv);
   if (args.count("help")) {
     fmt::print("{}\n", options.help());
     return 0;
@@ -183,11 +187,12 @@ int cmd_diagnose(int argc, char** argv) {
 
   SocmOptions opt;
   opt.max_pairs = parse_pairs(args["pairs"].as<std::string>());
-  opt.seed = args["seed"].as<uint64_t>();
+  opt.seed = uint64_t(int_option(args, "seed", 0, INT64_MAX));
   opt.paper_compatible = args.count("paper-compatible") > 0;
-  opt.threads = args["threads"].as<int>();
+  opt.threads = int(int_option(args, "threads", 0, 4096));
+  const auto max_texts = size_t(int_option(args, "max-texts", 0, INT64_MAX));
   DiagnoseReport report = from_run ? diagnose_run(args["run"].as<std::string>(), args["texts"].as<std::string>(),
-                                                  args["layers"].as<std::string>(), args["max-texts"].as<size_t>(), opt)
+                                                  args["layers"].as<std::string>(), max_texts, opt)
                                    : diagnose_token_lists(args["token-lists"].as<std::string>(), opt);
   fmt::print("{}", format_report(report));
   if (args.count("out")) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "options.h"
 #include "spread/eval/run_eval.h"
 #include "spread/train/run.h"
 #include "spread/util/error.h"
@@ -21,21 +22,20 @@ int cmd_encode(int argc, char** argv) {
       ("pooling", "mean, cls or last (default: the run's loss.contrastive.pooling)", cxxopts::value<std::string>())
       ("batch-size", "texts per forward pass", cxxopts::value<int64_t>()->default_value("64"))
       ("h,help", "show this help");
-  auto args = options.parse(argc, argv);
+  auto args = parse_arguments(options, argc, argv);
   if (args.count("help")) {
     fmt::print("{}\n", options.help());
     return 0;
   }
   if (!args.count("run") || !args.count("in") || !args.count("out"))
     throw UserError("give --run RUN_DIR --in FILE --out FILE.npy (see `spread encode --help`)");
-  if (args["batch-size"].as<int64_t>() < 1) throw UserError("--batch-size must be at least 1");
-  LoadedRun run = load_run(args["run"].as<std::string>());
   EncodeRequest request;
+  request.batch_size = int_option(args, "batch-size", 1, kMaxBatchSize);  // before the run is loaded
+  LoadedRun run = load_run(args["run"].as<std::string>());
   request.in = args["in"].as<std::string>();
   request.out = args["out"].as<std::string>();
   request.normalize = !args.count("no-normalize");
   if (args.count("pooling")) request.pooling = args["pooling"].as<std::string>();
-  request.batch_size = args["batch-size"].as<int64_t>();
   const int64_t n = encode_file(run, request);
   fmt::print("wrote {} embeddings of width {} to {}\n", n, run.model->config().n_embd, request.out);
   return 0;

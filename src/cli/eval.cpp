@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "commands.h"
+#include "options.h"
 #include "spread/data/token_file.h"
 #include "spread/eval/perplexity.h"
 #include "spread/eval/run_eval.h"
@@ -16,26 +17,31 @@
 namespace spread::cli {
 namespace {
 
-int eval_lm(LoadedRun& run, const cxxopts::ParseResult& args) {
+// Numbers checked before the run is loaded, so a bad one fails at once.
+struct Limits {
+  int64_t batch_size, max_batches;
+};
+
+int eval_lm(LoadedRun& run, const cxxopts::ParseResult& args, const Limits& limits) {
   TokenFile val(run.dir + "/val.bin");
-  EvalResult r = evaluate_split(run.model, val, args["batch-size"].as<int64_t>(), args["max-batches"].as<int64_t>(),
-                                recipe_device(run.recipe));
+  EvalResult r = evaluate_split(run.model, val, limits.batch_size, limits.max_batches, recipe_device(run.recipe));
   if (args.count("json")) {
-    fmt::print("{{\"step\": {}, \"val_loss\": {}, \"val_ppl\": {}, \"val_bpb\": {}, \"tokens\": {}}}\n", run.step,
-               r.loss, r.ppl, r.bpb, r.tokens);
+    const nlohmann::json j = {{"step", run.step}, {"val_loss", r.loss}, {"val_ppl", r.ppl}, {"val_bpb", r.bpb},
+                              {"tokens", r.tokens}};
+    fmt::print("{}\n", j.dump());  // an infinite perplexity becomes null, not invalid JSON
   } else {
-    fmt::print("run {} at step {}: val loss {:.4f}, perplexity {:.3f}, {:.4f} bits/byte over {} tokens\n", run.dir,
-               run.step, r.loss, r.ppl, r.bpb, r.tokens);
+    fmt::print("run {} at step {}: val loss {:.4f}, perplexity {}, {:.4f} bits/byte over {} tokens\n", run.dir,
+               run.step, r.loss, format_perplexity(r.ppl), r.bpb, r.tokens);
   }
   return 0;
 }
 
-int eval_embeddings(LoadedRun& run, const cxxopts::ParseResult& args) {
+int eval_embeddings(LoadedRun& run, const cxxopts::ParseResult& args, const Limits& limits) {
   EmbeddingEvalRequest request;
   request.sts = args.count("sts") ? args["sts"].as<std::string>() : run.recipe.eval.sts;
   request.beir = args.count("beir") ? args["beir"].as<std::string>() : run.recipe.eval.beir;
   if (args.count("pooling")) request.pooling = args["pooling"].as<std::string>();
-  request.batch_size = args["batch-size"].as<int64_t>();
+  request.batch_size = limits.batch_size;
   if (request.sts.empty() && request.beir.empty())
     throw UserError("nothing to evaluate: give --sts FILE and/or --beir DIR (see `spread eval --help`)");
   const auto result = evaluate_embeddings(run, request);
@@ -61,16 +67,16 @@ int cmd_eval(int argc, char** argv) {
       ("max-batches", "LM: stop after N batches (0 = the whole split)", cxxopts::value<int64_t>()->default_value("0"))
       ("json", "print one JSON object instead of text")
       ("h,help", "show this help");
-  auto args = options.parse(argc, argv);
+  auto args = parse_arguments(options, argc, argv);
   if (args.count("help")) {
     fmt::print("{}\n", options.help());
     return 0;
   }
   if (!args.count("run")) throw UserError("missing --run RUN_DIR (see `spread eval --help`)");
-  if (args["batch-size"].as<int64_t>() < 1) throw UserError("--batch-size must be at least 1");
+  const Limits limits{int_option(args, "batch-size", 1, kMaxBatchSize), int_option(args, "max-batches", 0, INT64_MAX)};
   LoadedRun run = load_run(args["run"].as<std::string>());
   const bool embeddings = args.count("sts") || args.count("beir") || run.recipe.is_encoder_objective();
-  return embeddings ? eval_embeddings(run, args) : eval_lm(run, args);
+  return embeddings ? eval_embeddings(run, args, limits) : eval_lm(run, args, limits);
 }
 
 }  // namespace spread::cli

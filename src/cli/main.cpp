@@ -4,18 +4,24 @@
 
 #include <cstring>
 #include <cxxopts.hpp>
+#include <filesystem>
 #include <string>
 
 #include "commands.h"
 #include "spread/runtime/allocator.h"
 #include "spread/runtime/blas.h"
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace {
 
 constexpr const char* kUsage = R"(spread: a trainer for small language and embedding models
 
 usage: spread <command> [options]     (spread <command> --help for its options)
+
+exit codes: 0 done; 1 internal error; 2 bad input (arguments, recipe, data, checkpoint, files, a run directory
+in use by another trainer); 3 training diverged (NaN/Inf); 130/143 training stopped by SIGINT/SIGTERM after
+saving a checkpoint (resume with spread train --resume RUN_DIR)
 
 commands:
   train      train from a recipe, or resume a run:  spread train RECIPE [--set key=value ...]
@@ -55,6 +61,10 @@ int main(int argc, char** argv) {
     return dispatch(argc, argv);
   } catch (const spread::UserError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
+    return 2;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // The library turns the filesystem errors it expects into UserErrors; this catches any other one the same way.
+    fmt::print(stderr, "error: {}\n", spread::filesystem_user_error(e).what());
     return 2;
   } catch (const cxxopts::exceptions::exception& e) {
     fmt::print(stderr, "error: {} (see `spread {} --help`)\n", e.what(), argc > 1 ? argv[1] : "");

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "options.h"
 #include "spread/log/report.h"
 #include "spread/util/error.h"
 
@@ -38,13 +39,13 @@ int cmd_report(int argc, char** argv) {
       ("o,out", "output file (default: RUN_DIR/report.html for one run, ./report.html for several)",
        cxxopts::value<std::string>())
       ("title", "page title", cxxopts::value<std::string>()->default_value("spread report"))
-      ("max-points", "points per curve after min/max downsampling", cxxopts::value<std::size_t>()->default_value("1000"))
+      ("max-points", "points per curve after min/max downsampling", cxxopts::value<int64_t>()->default_value("1000"))
       ("h,help", "show this help")
       ("runs", "run directories", cxxopts::value<std::vector<std::string>>());
   options.parse_positional({"runs"});
   cxxopts::ParseResult args;
   try {
-    args = options.parse(argc, argv);
+    args = parse_arguments(options, argc, argv);
   } catch (const cxxopts::exceptions::exception& e) {
     throw user_error("", 0, "", e.what(), "see spread report --help");
   }
@@ -59,7 +60,7 @@ int cmd_report(int argc, char** argv) {
                                        : std::string("report.html");
   report::ReportOptions opt;
   opt.title = args["title"].as<std::string>();
-  opt.max_points = args["max-points"].as<std::size_t>();
+  opt.max_points = std::size_t(int_option(args, "max-points", 4, 10'000'000));
   std::vector<report::RunData> runs;
   for (const auto& d : dirs) {
     runs.push_back(report::load_run_data(d));

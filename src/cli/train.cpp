@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "options.h"
 #include "spread/config/recipe.h"
 #include "spread/train/trainer.h"
 #include "spread/util/error.h"
@@ -21,7 +22,7 @@ int cmd_train(int argc, char** argv) {
        cxxopts::value<std::vector<std::string>>(), "KEY=VALUE")
       ("h,help", "show this help");
   options.parse_positional({"recipe"});
-  auto args = options.parse(argc, argv);
+  auto args = parse_arguments(options, argc, argv);
   if (args.count("help")) {
     fmt::print("{}\n", options.help());
     return 0;

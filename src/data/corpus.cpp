@@ -1,11 +1,14 @@
 #include "spread/data/corpus.h"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "spread/data/tokenizer.h"
 #include "spread/data/wordnet.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
@@ -13,11 +16,17 @@
 namespace spread {
 namespace {
 
+// Tokenizers read UTF-8 only; checked here, where the file and line are still known.
 std::string read_text_file(const std::string& path, const std::string& recipe_file) {
+  if (std::error_code ec; std::filesystem::is_directory(path, ec))
+    throw user_error(recipe_file, 0, "data.path", "'" + path + "' is a directory", "list the text files in it");
   auto bytes = read_whole_file(path);
   if (!bytes) throw user_error(recipe_file, 0, "data.path", "cannot read '" + path + "'", "check the path");
   std::string text = std::move(*bytes);
   if (text.empty()) throw user_error(recipe_file, 0, "data.path", "'" + path + "' is empty");
+  if (const int64_t bad = first_invalid_utf8(text); bad >= 0)
+    throw user_error(path, int(1 + std::count(text.begin(), text.begin() + bad, '\n')), "",
+                     fmt::format("invalid UTF-8 at byte offset {}", bad), "re-encode the file as UTF-8");
   return text;
 }
 

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace spread {
 namespace {
@@ -46,9 +47,13 @@ void write_token_file(const std::string& path, const std::vector<int32_t>& token
     } else {
       out.write(reinterpret_cast<const char*>(tokens.data()), std::streamsize(tokens.size() * 4));
     }
-    if (!out) throw user_error(path, 0, "", "cannot write the token file", "check free disk space");
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());  // a full disk must not also keep a partial file
+      throw user_error(path, 0, "", "cannot write the token file", "check free disk space");
+    }
   }
-  std::rename(tmp.c_str(), path.c_str());
+  rename_file(tmp, path);
 }
 
 TokenFile::TokenFile(const std::string& path) {

@@ -1,6 +1,7 @@
 #include "spread/eval/perplexity.h"
 
 #include <cmath>
+#include <fmt/format.h>
 
 namespace spread {
 namespace {
@@ -27,6 +28,10 @@ double batch_loss_sum(Transformer& model, const Batch& b, const torch::Device& d
 }
 
 }  // namespace
+
+std::string format_perplexity(double ppl) {
+  return std::isfinite(ppl) && ppl < 1e6 ? fmt::format("{:.3f}", ppl) : fmt::format("{:.4g}", ppl);
+}
 
 EvalResult evaluate_batches(Transformer& model, const std::vector<Batch>& batches, double bytes_per_token,
                             const torch::Device& device) {

@@ -23,6 +23,15 @@ std::vector<nlohmann::json> read_metrics(const std::string& path, int* malformed
   return lines;
 }
 
+std::string run_status(const std::vector<std::string>& events) {
+  for (auto e = events.rbegin(); e != events.rend(); ++e) {
+    if (*e == "end") return "finished";
+    if (*e == "diverged" || *e == "interrupted") return *e;
+    if (*e == "start" || *e == "resume") break;
+  }
+  return "running or stopped";
+}
+
 MetricsLog::MetricsLog(const std::string& run_dir, int64_t keep_up_to_step)
     : path_((std::filesystem::path(run_dir) / "metrics.jsonl").string()) {
   if (keep_up_to_step >= 0 && std::filesystem::exists(path_)) {

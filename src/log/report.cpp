@@ -13,6 +13,7 @@
 #include <set>
 
 #include "report_svg.h"
+#include "spread/log/metrics_log.h"
 #include "spread/util/error.h"
 
 namespace fs = std::filesystem;
@@ -470,9 +471,9 @@ std::string last_step(const RunData& r) {
 }
 
 std::string status(const RunData& r) {
-  const auto& ev = r.metrics.events;
-  if (std::any_of(ev.begin(), ev.end(), [](const RunEvent& e) { return e.name == "end"; })) return "finished";
-  return "running or stopped";
+  std::vector<std::string> names;
+  for (const auto& e : r.metrics.events) names.push_back(e.name);
+  return run_status(names);
 }
 
 std::string event_counts(const RunData& r) {

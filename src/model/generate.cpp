@@ -3,7 +3,7 @@
 namespace spread {
 
 std::vector<int32_t> generate(Transformer& model, std::vector<int32_t> ids, const SampleOptions& o,
-                              const torch::Device& device) {
+                              const torch::Device& device, const std::function<void(int32_t)>& on_token) {
   torch::NoGradGuard no_grad;
   model->eval();
   auto gen = at::detail::createCPUGenerator(o.seed);
@@ -25,6 +25,7 @@ std::vector<int32_t> generate(Transformer& model, std::vector<int32_t> ids, cons
       next = torch::multinomial(torch::softmax(logits, -1), 1, false, gen).item<int64_t>();
     }
     ids.push_back(int32_t(next));
+    if (on_token) on_token(int32_t(next));
   }
   return ids;
 }

@@ -87,7 +87,7 @@ MicroStepLoss LanguageModelTask::micro_step(Transformer& model, int64_t step, in
 Evaluation LanguageModelTask::evaluate(Transformer& model) {
   EvalResult e = evaluate_batches(model, eval_batches_, val_bytes_per_token_, device_);
   return {{{"val_loss", e.loss}, {"val_ppl", e.ppl}, {"val_bpb", e.bpb}},
-          fmt::format("val loss {:.4f}, perplexity {:.2f}, {:.4f} bits/byte", e.loss, e.ppl, e.bpb)};
+          fmt::format("val loss {:.4f}, perplexity {}, {:.4f} bits/byte", e.loss, format_perplexity(e.ppl), e.bpb)};
 }
 
 nlohmann::json LanguageModelTask::probe(Transformer& model) {

@@ -6,6 +6,7 @@
 #include "spread/data/pairs.h"
 #include "spread/data/loader.h"
 #include "spread/eval/embed.h"
+#include "spread/eval/perplexity.h"
 #include "spread/losses/mlm.h"
 #include "spread/util/error.h"
 
@@ -94,7 +95,7 @@ Evaluation MaskedLanguageModelTask::evaluate(Transformer& model) {
   model->train(was_training);
   const double loss = sum / double(std::max<int64_t>(chosen_total, 1));
   Evaluation e{{{"val_loss", loss}, {"val_ppl", std::exp(loss)}},
-               fmt::format("val masked-LM loss {:.4f} (perplexity {:.2f})", loss, std::exp(loss))};
+               fmt::format("val masked-LM loss {:.4f} (perplexity {})", loss, format_perplexity(std::exp(loss)))};
   evaluations_.run(model, *tokenizer_, encoder_spec(recipe_, device_), e);
   return e;
 }

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace fs = std::filesystem;
 
@@ -73,8 +74,14 @@ void write_file_atomic(const std::string& path, const std::string& contents) {
     }
   }
   fsync_path(tmp, O_RDONLY);
-  fs::rename(tmp, path);
+  rename_file(tmp, path);
   fsync_path(fs::path(path).parent_path().string(), O_RDONLY | O_DIRECTORY);
+}
+
+std::optional<std::string> first_non_finite(const Checkpoint& ckpt) {
+  for (const auto& [name, t] : ckpt.tensors)
+    if (t.is_floating_point() && !torch::isfinite(t).all().item<bool>()) return name;
+  return std::nullopt;
 }
 
 std::string save_checkpoint(const std::string& run_dir, const Checkpoint& ckpt, int64_t keep_last) {
@@ -86,11 +93,11 @@ std::string save_checkpoint(const std::string& run_dir, const Checkpoint& ckpt, 
   put<uint32_t>(file, crc32_of(payload));
   file += payload;
   fs::path dir = fs::path(run_dir) / "ckpt";
-  fs::create_directories(dir);
+  make_directories(dir.string());
   std::string path = (dir / fmt::format("step_{:08d}.ckpt", ckpt.step)).string();
   write_file_atomic(path, file);
   auto all = list_checkpoints(run_dir);
-  for (size_t i = size_t(std::max<int64_t>(keep_last, 1)); i < all.size(); ++i) fs::remove(all[i]);
+  for (size_t i = size_t(std::max<int64_t>(keep_last, 1)); i < all.size(); ++i) remove_file(all[i]);
   return path;
 }
 
@@ -115,6 +122,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   std::istringstream payload_stream(payload);
   archive.load_from(payload_stream);
   Checkpoint ckpt;
+  ckpt.path = path;
   c10::IValue meta;
   archive.read("__meta__", meta);
   ckpt.meta = nlohmann::json::parse(meta.toStringRef());
@@ -149,6 +157,25 @@ std::optional<Checkpoint> load_latest_checkpoint(const std::string& run_dir, std
     }
   }
   return std::nullopt;
+}
+
+Checkpoint checkpoint_to_use(const std::string& run_dir, const std::function<void(const std::string&)>& warn) {
+  std::vector<std::string> warnings;
+  auto ckpt = load_latest_checkpoint(run_dir, &warnings);
+  for (const auto& w : warnings) warn(w);
+  if (!ckpt && list_checkpoints(run_dir).empty())
+    throw user_error(run_dir, 0, "", "no checkpoint in ckpt/ yet", "train the run first (spread train RECIPE)");
+  if (!ckpt)
+    throw user_error(run_dir, 0, "", fmt::format("none of the {} checkpoints in ckpt/ reads back intact (truncated or "
+                                                 "corrupt, see the warnings)", list_checkpoints(run_dir).size()),
+                     "they cannot be repaired: restore ckpt/ from a copy, or train the run again under a new run.name");
+  if (auto bad = first_non_finite(*ckpt)) throw diverged_checkpoint_error(ckpt->path, "'" + *bad + "' holds NaN or Inf");
+  return *ckpt;
+}
+
+UserError diverged_checkpoint_error(const std::string& path, const std::string& problem) {
+  return user_error(path, 0, "", problem + ": the run had diverged when this checkpoint was written",
+                    "delete this file to use the previous checkpoint, or train again with a lower train.lr");
 }
 
 }  // namespace spread

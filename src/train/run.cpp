@@ -1,6 +1,7 @@
 #include "spread/train/run.h"
 
 #include "spread/data/special_tokens.h"
+#include "spread/data/text_stream.h"
 #include "spread/train/checkpoint.h"
 #include "spread/train/setup.h"
 #include "spread/train/trainer.h"
@@ -13,16 +14,26 @@ LoadedRun load_run(const std::string& run_dir) {
   run.dir = run_dir;
   run.recipe = recipe_of_run(run_dir);
   run.tokenizer = load_tokenizer(run_dir);
-  std::vector<std::string> warnings;
-  auto ckpt = load_latest_checkpoint(run_dir, &warnings);
-  for (const auto& w : warnings) fmt::print(stderr, "warning: {}\n", w);
-  if (!ckpt) throw user_error(run_dir, 0, "", "no readable checkpoint in ckpt/", "train the run first (spread train)");
+  const Checkpoint ckpt =
+      checkpoint_to_use(run_dir, [](const std::string& warning) { fmt::print(stderr, "warning: {}\n", warning); });
   run.model = Transformer(model_config(run.recipe, run.tokenizer->vocab_size()));
-  load_model_weights(run.model, ckpt->tensors, run_dir);
+  load_model_weights(run.model, ckpt.tensors, run_dir);
   run.model->to(recipe_device(run.recipe));
+  if (!output_is_finite(run.model, recipe_device(run.recipe)))
+    throw diverged_checkpoint_error(ckpt.path, "the model's output is NaN or Inf");
   run.model->eval();
-  run.step = ckpt->step;
+  run.step = ckpt.step;
   return run;
+}
+
+void generate_text(LoadedRun& run, const std::string& prompt, const SampleOptions& options,
+                   const std::function<void(const std::string&)>& emit) {
+  auto ids = run.tokenizer->encode(prompt);
+  if (ids.empty()) ids = run.tokenizer->encode("\n");
+  emit(run.tokenizer->decode(ids));
+  TextStream stream(*run.tokenizer, ids);
+  generate(run.model, ids, options, recipe_device(run.recipe), [&](int32_t id) { emit(stream.push(id)); });
+  emit(stream.finish());
 }
 
 std::vector<torch::Tensor> text_hidden_states(LoadedRun& run, const std::string& text) {

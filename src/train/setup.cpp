@@ -5,6 +5,7 @@
 
 #include "spread/data/corpus.h"
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace fs = std::filesystem;
 
@@ -39,7 +40,7 @@ torch::Device recipe_device(const Recipe& recipe) {
 
 RunData prepare_data(const Recipe& recipe, const std::string& run_dir,
                      const std::function<void(const std::string&)>& log) {
-  fs::create_directories(run_dir);
+  make_directories(run_dir);
   const std::string train_path = (fs::path(run_dir) / "train.bin").string();
   const std::string val_path = (fs::path(run_dir) / "val.bin").string();
   const bool have_tokenizer = fs::exists(fs::path(run_dir) / "tokenizer.model") ||
@@ -57,8 +58,11 @@ RunData prepare_data(const Recipe& recipe, const std::string& run_dir,
       log(fmt::format("tokenizer: {} with {} ids, saved in {}", data.tokenizer->kind(), data.tokenizer->vocab_size(),
                       run_dir));
     }
-    write_token_file(train_path, data.tokenizer->encode(corpus.train), corpus.train.size());
-    write_token_file(val_path, data.tokenizer->encode(corpus.val), corpus.val.size());
+    // A present token file is kept (it is checked against the run's record); both follow a new tokenizer.
+    if (!have_tokenizer || !fs::exists(train_path))
+      write_token_file(train_path, data.tokenizer->encode(corpus.train), corpus.train.size());
+    if (!have_tokenizer || !fs::exists(val_path))
+      write_token_file(val_path, data.tokenizer->encode(corpus.val), corpus.val.size());
   } else {
     data.tokenizer = load_tokenizer(run_dir);
   }
@@ -79,9 +83,20 @@ void copy_tokenizer_files(const Recipe& recipe, const std::string& run_dir) {
   if (!fs::exists(from / "tokenizer.json"))
     throw user_error(recipe.source, 0, "train.init_from", "'" + from.string() + "' holds no tokenizer.json",
                      "give the directory of a run trained with spread (<run.out_dir>/<run.name>)");
-  fs::create_directories(run_dir);
+  make_directories(run_dir);
   for (const char* name : {"tokenizer.json", "tokenizer.model", "tokenizer.chars"})
     if (fs::exists(from / name)) fs::copy_file(from / name, fs::path(run_dir) / name, fs::copy_options::overwrite_existing);
+}
+
+bool output_is_finite(Transformer& model, const torch::Device& device) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = model->is_training();
+  model->eval();
+  const auto& c = model->config();
+  auto idx = torch::arange(c.block_size, torch::kLong).remainder(c.vocab_size).view({1, -1}).to(device);
+  const bool finite = torch::isfinite(model->forward(idx).logits).all().item<bool>();
+  model->train(was_training);
+  return finite;
 }
 
 void load_model_weights(Transformer& model, const std::map<std::string, torch::Tensor>& tensors,

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <optional>
 
 #include "spread/log/metrics_log.h"
 #include "spread/log/progress.h"
@@ -19,10 +20,13 @@
 #include "spread/tasks/task.h"
 #include "spread/train/checkpoint.h"
 #include "spread/train/optimizer.h"
+#include "spread/train/run_files.h"
+#include "spread/train/run_lock.h"
 #include "spread/train/schedule.h"
 #include "spread/train/setup.h"
 #include "spread/train/step.h"
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace fs = std::filesystem;
 
@@ -144,10 +148,39 @@ void write_probe(Run& run, MetricsLog& log) {
   log.write(d);
 }
 
-void save(Run& run, MetricsLog& log, const std::string& why) {
-  std::string path = save_checkpoint(run.dir, make_checkpoint(run), run.recipe.train.keep_last);
+// Saves a checkpoint, unless the state holds NaN or Inf: then nothing is written (the newest checkpoint stays the
+// last finite one) and the reason is returned for the caller to stop the run as diverged.
+std::optional<std::string> save(Run& run, MetricsLog& log, const std::string& why) {
+  if (!output_is_finite(run.model, run.device))
+    return fmt::format("the model's output is NaN or Inf after step {}", run.step);
+  const Checkpoint c = make_checkpoint(run);
+  if (auto bad = first_non_finite(c)) return fmt::format("'{}' holds NaN or Inf after step {}", *bad, run.step);
+  std::string path = save_checkpoint(run.dir, c, run.recipe.train.keep_last);
   log.write({{"step", run.step}, {"event", "checkpoint"}, {"why", why}});
   say(fmt::format("checkpoint: {} ({})", path, why));
+  return std::nullopt;
+}
+
+// The end of a run that can no longer learn: the reason goes to metrics.jsonl, so that compare and report show it.
+int stop_diverged(const Run& run, MetricsLog& log, const std::string& reason) {
+  log.write({{"step", run.step}, {"event", "diverged"}, {"reason", reason}});
+  const auto ckpts = list_checkpoints(run.dir);
+  say(fmt::format("stopping: the run diverged ({}). Lower train.lr, raise train.warmup_steps or check the data; {}.",
+                  reason, ckpts.empty() ? "no checkpoint was saved"
+                                        : "the newest checkpoint, " + ckpts.front() + ", holds the last finite state"));
+  return kExitDiverged;
+}
+
+// SIGINT/SIGTERM: the state is saved (unless this step's scheduled checkpoint just did), then 128 + signal is
+// returned, the code shells expect of a process stopped by that signal, so `spread train R && next` stops here.
+int stop_on_signal(Run& run, MetricsLog& log, bool just_saved) {
+  const int sig = g_stop_signal.load();
+  say(fmt::format("signal {} received: saving and stopping", sig));
+  if (!just_saved)
+    if (auto bad = save(run, log, "signal")) return stop_diverged(run, log, *bad);
+  log.write({{"step", run.step}, {"event", "interrupted"}});
+  say("resume with: spread train --resume " + run.dir);
+  return kExitSignalBase + sig;
 }
 
 void open_run(Run& run, TrainStart start, const std::function<void(const std::string&)>& note) {
@@ -155,17 +188,19 @@ void open_run(Run& run, TrainStart start, const std::function<void(const std::st
     throw user_error(run.dir, 0, "run.name",
                      "this run directory already holds checkpoints; refusing to overwrite them",
                      "continue it with `spread train --resume " + run.dir + "`, or choose another run.name");
-  if (start == TrainStart::Resume && list_checkpoints(run.dir).empty())
-    throw user_error(run.dir, 0, "", "no checkpoint to resume from", "start the run with `spread train RECIPE`");
   if (start == TrainStart::Fresh) {
-    fs::create_directories(run.dir);
     for (const char* stale : {"tokenizer.model", "tokenizer.chars", "tokenizer.json", "train.bin", "val.bin",
-                              "metrics.jsonl"})
-      fs::remove(fs::path(run.dir) / stale);
+                              "metrics.jsonl", kRunFilesName})
+      remove_file((fs::path(run.dir) / stale).string());
     write_file_atomic((fs::path(run.dir) / "recipe.toml").string(), recipe_to_toml(run.recipe));
     if (!run.recipe.train.init_from.empty()) copy_tokenizer_files(run.recipe, run.dir);
   }
+  // A resumed run must find the files its checkpoints were trained with, before the task rebuilds a missing one
+  // and again after (a rebuilt token file must equal the recorded one).
+  if (start == TrainStart::Resume) verify_run_files(run.dir, MissingTokenFiles::Allowed);
   run.task = make_task(run.recipe, run.dir, run.device, note);
+  if (start == TrainStart::Fresh || !has_run_files_record(run.dir)) record_run_files(run.dir);
+  else verify_run_files(run.dir, MissingTokenFiles::Refused);
 }
 
 // [train] init_from: the model weights (only) of another run's newest valid checkpoint.
@@ -210,6 +245,11 @@ int train(const Recipe& recipe, TrainStart start) {
   run.dir = recipe.run_dir();
   run.device = recipe_device(recipe);
   ThreadPlan threads = apply_threads(recipe.run.threads);
+  make_directories(run.dir);  // the lock lives inside; creating an empty directory harms no other process
+  const RunLock lock(run.dir);
+  std::optional<Checkpoint> resume_from;
+  if (start == TrainStart::Resume)  // checked before anything is rebuilt or written
+    resume_from = checkpoint_to_use(run.dir, [](const std::string& w) { say("warning: " + w); });
   open_run(run, start, say);
 
   torch::manual_seed(uint64_t(recipe.run.seed));
@@ -220,12 +260,11 @@ int train(const Recipe& recipe, TrainStart start) {
   const auto& t = recipe.train;
   run.schedule = {t.lr, t.min_lr, t.warmup_steps, t.max_steps};
 
-  if (start == TrainStart::Resume) {
-    std::vector<std::string> warnings;
-    auto ckpt = load_latest_checkpoint(run.dir, &warnings);
-    for (const auto& w : warnings) say("warning: " + w);
-    if (!ckpt) throw user_error(run.dir, 0, "", "no readable checkpoint (all are corrupt or truncated)");
-    restore_checkpoint(run, *ckpt, run.dir);
+  if (resume_from) {
+    restore_checkpoint(run, *resume_from, resume_from->path);
+    if (!output_is_finite(run.model, run.device))
+      throw diverged_checkpoint_error(resume_from->path, "the model's output is NaN or Inf");
+    resume_from.reset();  // its tensors were copied into the model and optimizer
   }
   BlasInfo blas = blas_info();
   write_run_info(run, blas, threads);
@@ -246,20 +285,17 @@ int train(const Recipe& recipe, TrainStart start) {
   progress.exclude_pause();
   int64_t bad_in_a_row = 0;
   while (run.step < t.max_steps) {
-    const int64_t step_before = run.step;
     StepResult r = train_step(run);
     if (!r.finite) {
       ++bad_in_a_row;
-      log.write({{"step", step_before}, {"event", "nan_skip"}, {"loss", r.loss}, {"grad_norm", r.grad_norm}});
-      say(fmt::format("step {}: loss {} / grad norm {} is not finite; update skipped ({} in a row)", step_before + 1,
-                      r.loss, r.grad_norm, bad_in_a_row));
-      if (bad_in_a_row >= t.max_bad_steps) {
-        say(fmt::format("stopping: {} non-finite steps in a row. Lower train.lr, raise train.warmup_steps or "
-                        "check the data; the last checkpoint in {} is intact.", bad_in_a_row, run.dir));
-        return kExitDiverged;
-      }
-      // The step is consumed so that the next one draws new data.
+      // The step is consumed so that the next one draws new data; like every line, it is numbered by the steps
+      // done (the console's "step N").
       ++run.step;
+      log.write({{"step", run.step}, {"event", "nan_skip"}, {"loss", r.loss}, {"grad_norm", r.grad_norm}});
+      say(fmt::format("step {}: loss {} / grad norm {} is not finite; update skipped ({} in a row)", run.step,
+                      r.loss, r.grad_norm, bad_in_a_row));
+      if (bad_in_a_row >= t.max_bad_steps)
+        return stop_diverged(run, log, fmt::format("{} non-finite steps in a row", bad_in_a_row));
       continue;
     }
     bad_in_a_row = 0;
@@ -285,16 +321,10 @@ int train(const Recipe& recipe, TrainStart start) {
       progress.exclude_pause();
     }
     if (due(t.ckpt_every, run.step, t.max_steps)) {
-      save(run, log, "scheduled");
+      if (auto bad = save(run, log, "scheduled")) return stop_diverged(run, log, *bad);
       progress.exclude_pause();
     }
-    if (g_stop_signal != 0) {
-      say(fmt::format("signal {} received: saving and stopping", g_stop_signal.load()));
-      if (!due(t.ckpt_every, run.step, t.max_steps)) save(run, log, "signal");
-      log.write({{"step", run.step}, {"event", "interrupted"}});
-      say("resume with: spread train --resume " + run.dir);
-      return kExitOk;
-    }
+    if (g_stop_signal != 0) return stop_on_signal(run, log, due(t.ckpt_every, run.step, t.max_steps));
   }
   log.write({{"step", run.step}, {"event", "end"}, {"elapsed_s", run.elapsed_s}, {"peak_rss_mib", peak_rss_mib()}});
   say(fmt::format("done: {} steps in {:.1f} s (peak RSS {:.0f} MiB); run dir {}", run.step, run.elapsed_s,

@@ -1,6 +1,7 @@
 #pragma once
 // Language-model evaluation (SPEC.md section 5): mean cross-entropy per token on held-out text,
 // perplexity = exp(loss), and bits per byte = loss / ln 2 * tokens / bytes, comparable across tokenizers.
+#include <string>
 #include <vector>
 
 #include "spread/data/loader.h"
@@ -14,6 +15,9 @@ struct EvalResult {
   double bpb = 0;
   int64_t tokens = 0;
 };
+
+// "12.345", or "1.234e+115" once the fixed form would be longer than the number means (a diverged model).
+std::string format_perplexity(double ppl);
 
 // Runs in eval mode under no_grad and restores the model's training mode afterwards.
 EvalResult evaluate_batches(Transformer& model, const std::vector<Batch>& batches, double bytes_per_token,

@@ -26,4 +26,8 @@ class MetricsLog {
 // Every line of a metrics file that parses as a JSON object; `malformed` counts the others.
 std::vector<nlohmann::json> read_metrics(const std::string& path, int* malformed = nullptr);
 
+// How a run's log ends, from its "event" values in file order: "finished", "diverged", "interrupted", or "running
+// or stopped" (started or resumed and no end yet: training now, or killed).
+std::string run_status(const std::vector<std::string>& events);
+
 }  // namespace spread

@@ -1,6 +1,7 @@
 #pragma once
 // A finished (or running) run directory opened for inference: the resolved recipe, the tokenizer and the model
 // with the weights of the newest valid checkpoint, in eval mode on the recipe's device.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 
 #include "spread/config/recipe.h"
 #include "spread/data/tokenizer.h"
+#include "spread/model/generate.h"
 #include "spread/model/transformer.h"
 
 namespace spread {
@@ -20,8 +22,16 @@ struct LoadedRun {
   int64_t step = 0;  // step of the checkpoint that was loaded
 };
 
-// Throws UserError (naming the directory and the fix) when the run dir has no recipe or no valid checkpoint.
+// Throws UserError (naming the directory and the fix) when the run dir has no recipe or no checkpoint to use
+// (none yet, all damaged, or the newest intact one holds NaN or Inf; see checkpoint_to_use). Reads only: works on
+// a run that is training.
 LoadedRun load_run(const std::string& run_dir);
+
+// Samples from the run's model and hands the text to `emit` as it is produced: the prompt first, then the text of
+// each token as it is drawn (see data/text_stream.h), so a long generation shows progress. An empty prompt (or
+// one that encodes to nothing) starts from a newline.
+void generate_text(LoadedRun& run, const std::string& prompt, const SampleOptions& options,
+                   const std::function<void(const std::string&)>& emit);
 
 // Hidden states of one text, one [n, F] float tensor per layer (0 = embeddings, i = output of block i), truncated
 // to the model's block size (encoder runs: "[CLS] text [SEP]" up to data.max_length). Runs under no_grad.

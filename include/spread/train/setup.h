@@ -31,6 +31,12 @@ RunData prepare_data(const Recipe& recipe, const std::string& run_dir, const std
 // was trained on). UserError naming train.init_from when that directory has no tokenizer.
 void copy_tokenizer_files(const Recipe& recipe, const std::string& run_dir);
 
+// Whether the model's logits on a fixed sequence (ids 0, 1, 2, ... over one block) are all finite. Weights can be
+// finite yet so large that every forward pass overflows (a learning rate far too high), which makes them as
+// useless as NaN. Runs in eval mode under no_grad and draws no random numbers, so checking a training run's state
+// leaves its course bitwise unchanged.
+bool output_is_finite(Transformer& model, const torch::Device& device);
+
 // Copies a checkpoint's "model.<name>" tensors into the model's parameters (UserError on a mismatch).
 void load_model_weights(Transformer& model, const std::map<std::string, torch::Tensor>& tensors,
                         const std::string& source);

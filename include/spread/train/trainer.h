@@ -12,11 +12,14 @@ enum class TrainStart { Fresh, Resume };
 
 // Exit codes of a training run (bad input is a UserError, exit code 2).
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitDiverged = 3;
+inline constexpr int kExitDiverged = 3;     // NaN/Inf: max_bad_steps in a row, or in the state to be saved
+inline constexpr int kExitSignalBase = 128;  // + the signal: 130 for SIGINT, 143 for SIGTERM, as shells expect
 
 // Fresh: creates recipe.run_dir() (refusing one that already holds checkpoints) and trains from step 0.
 // Resume: continues the newest valid checkpoint of recipe.run_dir(); the losses that follow are bitwise those of
-// an uninterrupted run on CPU. SIGINT/SIGTERM save a checkpoint and return kExitOk.
+// an uninterrupted run on CPU. Both hold the run's lock (train/run_lock.h) from before anything is written.
+// SIGINT/SIGTERM save a checkpoint and return kExitSignalBase + signal. A checkpoint is never written with NaN or
+// Inf: the run stops as diverged instead (an event "diverged" with its reason in metrics.jsonl).
 int train(const Recipe& recipe, TrainStart start);
 
 // `spread train --resume RUN_DIR [--set ...]`: the recipe saved in the run dir, with overrides applied.

@@ -1,0 +1,38 @@
+#include "options.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "spread/util/error.h"
+
+namespace spread::cli {
+namespace {
+
+template <class T>
+T in_range(const cxxopts::ParseResult& args, const std::string& name, T lo, T hi) {
+  const T v = args[name].as<T>();
+  if (!(v >= lo && v <= hi))  // also false for NaN
+    throw UserError(fmt::format("--{}: {} is out of range (allowed: {}..{})", name, v, lo, hi));
+  return v;
+}
+
+}  // namespace
+
+cxxopts::ParseResult parse_arguments(cxxopts::Options& options, int argc, char** argv) {
+  auto args = options.parse(argc, argv);
+  if (!args.unmatched().empty())
+    throw UserError(fmt::format("unexpected argument '{}' (see `{} --help`)", args.unmatched().front(),
+                                options.program()));
+  return args;
+}
+
+int64_t int_option(const cxxopts::ParseResult& args, const std::string& name, int64_t lo, int64_t hi) {
+  return in_range<int64_t>(args, name, lo, hi);
+}
+
+double real_option(const cxxopts::ParseResult& args, const std::string& name, double lo, double hi) {
+  return in_range<double>(args, name, lo, hi);
+}
+
+}  // namespace spread::cli

@@ -1,0 +1,22 @@
+#pragma once
+// What every subcommand checks beyond what cxxopts does: an argument it cannot place, and a number outside an
+// option's range, are UserErrors naming the argument or option (exit 2), as recipe keys are.
+#include <cxxopts.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace spread::cli {
+
+// Windows or texts per forward pass: far above what fits in memory, so that a typo fails here and not in LibTorch.
+inline constexpr int64_t kMaxBatchSize = 1 << 20;
+
+// Parses argv; an argument left over (a second RECIPE, a path whose option name was forgotten) is an error
+// instead of being ignored, since the run would then not be the one the user asked for.
+cxxopts::ParseResult parse_arguments(cxxopts::Options& options, int argc, char** argv);
+
+// The value of --name, which must lie in [lo, hi] (and be finite).
+int64_t int_option(const cxxopts::ParseResult& args, const std::string& name, int64_t lo, int64_t hi);
+double real_option(const cxxopts::ParseResult& args, const std::string& name, double lo, double hi);
+
+}  // namespace spread::cli
