@@ -73,8 +73,9 @@ int cmd_compare(int argc, char** argv) {
              "mean_cos", "batch_cos");
   if (md) fmt::print("|---|---|---|---:|---:|---:|---:|---:|---:|\n");
   auto num = [](double v, int digits) { return std::isnan(v) ? std::string("-") : fmt::format("{:.{}f}", v, digits); };
+  auto ppl = [](double v) { return std::isnan(v) ? std::string("-") : format_perplexity(v); };
   for (const auto& r : rows)
-    fmt::print(fmt::runtime(fmt_row), r.name, r.status, r.dispersion, r.step, num(r.val_loss, 4), std::isnan(r.val_ppl) ? "-" : format_perplexity(r.val_ppl),
+    fmt::print(fmt::runtime(fmt_row), r.name, r.status, r.dispersion, r.step, num(r.val_loss, 4), ppl(r.val_ppl),
                num(r.val_bpb, 4), num(r.mean_cos, 4), num(r.batch_mean_cos, 4));
   return 0;
 }

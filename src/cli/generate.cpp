@@ -8,7 +8,6 @@
 #include "options.h"
 #include "spread/model/generate.h"
 #include "spread/train/run.h"
-#include "spread/train/setup.h"
 #include "spread/util/error.h"
 
 namespace spread::cli {

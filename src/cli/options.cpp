@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
-
 #include "spread/util/error.h"
 
 namespace spread::cli {

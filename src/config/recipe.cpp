@@ -384,7 +384,8 @@ void validate(const Recipe& r) {
   const Origin at{r.source, 0};
   // "." and ".." would put the run in out_dir itself or in its parent, beside (and over) other runs' files.
   if (r.run.name.empty() || r.run.name.find('/') != std::string::npos || r.run.name == "." || r.run.name == "..")
-    fail(at, "run.name", "'" + r.run.name + "' is not a directory name", "use a non-empty name without '/', not . or ..");
+    fail(at, "run.name", "'" + r.run.name + "' is not a directory name",
+         "use a non-empty name without '/', not . or ..");
   if (r.run.device != "cpu" && r.run.device.rfind("cuda", 0) != 0 && r.run.device != "mps")
     fail(at, "run.device", "'" + r.run.device + "' is not a device", "use cpu, cuda or cuda:N");
   if (r.model.n_embd % r.model.n_head != 0)

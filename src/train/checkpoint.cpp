@@ -169,7 +169,8 @@ Checkpoint checkpoint_to_use(const std::string& run_dir, const std::function<voi
     throw user_error(run_dir, 0, "", fmt::format("none of the {} checkpoints in ckpt/ reads back intact (truncated or "
                                                  "corrupt, see the warnings)", list_checkpoints(run_dir).size()),
                      "they cannot be repaired: restore ckpt/ from a copy, or train the run again under a new run.name");
-  if (auto bad = first_non_finite(*ckpt)) throw diverged_checkpoint_error(ckpt->path, "'" + *bad + "' holds NaN or Inf");
+  if (auto bad = first_non_finite(*ckpt))
+    throw diverged_checkpoint_error(ckpt->path, "'" + *bad + "' holds NaN or Inf");
   return *ckpt;
 }
 

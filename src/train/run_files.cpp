@@ -83,7 +83,8 @@ void verify_run_files(const std::string& run_dir, MissingTokenFiles missing) {
     const std::string now = fingerprint(path), then = recorded.is_string() ? recorded.get<std::string>() : "?";
     if (now != then)
       throw user_error(path.string(), 0, "",
-                       fmt::format("differs from the file the run started with (bytes:crc32 {} instead of {})", now, then),
+                       fmt::format("differs from the file the run started with (bytes:crc32 {} instead of {})",
+                                   now, then),
                        recovery_hint(name));
   }
 }

@@ -35,7 +35,8 @@ RunLock::RunLock(const std::string& run_dir) {
   const std::string path = (std::filesystem::path(run_dir) / "train.lock").string();
   // No O_TRUNC: the file may hold the pid of a live holder, which a refused process reports.
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw filesystem_user_error(path, "create the run's lock file", std::error_code(errno, std::generic_category()));
+  if (fd_ < 0)
+    throw filesystem_user_error(path, "create the run's lock file", std::error_code(errno, std::generic_category()));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     const std::string pid = holder_pid(fd_);
@@ -44,7 +45,8 @@ RunLock::RunLock(const std::string& run_dir) {
     if (err != EWOULDBLOCK)
       throw filesystem_user_error(path, "lock the run directory", std::error_code(err, std::generic_category()));
     throw user_error(run_dir, 0, "",
-                     fmt::format("another spread process ({}) is training this run", pid.empty() ? "pid unknown" : "pid " + pid),
+                     fmt::format("another spread process ({}) is training this run",
+                                 pid.empty() ? "pid unknown" : "pid " + pid),
                      "wait for it to end, or stop it (a stopped run continues with spread train --resume)");
   }
   write_pid(fd_);
