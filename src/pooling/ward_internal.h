@@ -1,0 +1,22 @@
+#pragma once
+// Shared by ward.cpp (pooling, distances from a Gram matrix) and ward_linkage.cpp (the tree and its cuts).
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "spread/pooling/ward.h"
+
+namespace spread::ward_detail {
+
+// scipy's linkage(D, 'ward') on an m x m distance matrix stored by rows `stride` apart (stride >= m), +inf on the
+// diagonal, finite and >= 0 elsewhere (m >= 2). Works in place: the matrix is overwritten.
+WardLinkage linkage_in_place(double* d, int64_t m, int64_t stride);
+
+// Labels 0 .. m - 1: every row its own cluster (no merge).
+inline std::vector<int64_t> singletons(int64_t m) {
+  std::vector<int64_t> labels(static_cast<size_t>(m));
+  std::iota(labels.begin(), labels.end(), int64_t(0));
+  return labels;
+}
+
+}  // namespace spread::ward_detail
