@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "spread/runtime/vectorize.h"
 #include "ward_internal.h"
@@ -20,9 +21,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Eight doubles: one AVX-512 register in the AVX-512 clone, two or four narrower ones in the others (GCC and
-// clang vector extension, so the accumulators below are explicit registers rather than a hope of the vectorizer).
-typedef double Vec8 __attribute__((vector_size(64)));
+using ward_detail::Vec8;
 
 // Gram blocks g[i][j] = <row i, row j> for every 4 x 16 block that touches the upper triangle. rows: mr x d
 // (mr a multiple of 4), cols_t: the rows transposed, d x mc (mc a multiple of 16), zero-padded. The 4 x 16
@@ -56,44 +55,70 @@ void distances_from_inner(double* v, int64_t count, bool euclidean) {
     for (int64_t i = 0; i < count; ++i) v[i] = std::clamp(1.0 - v[i], 0.0, 2.0);
 }
 
-// The strict lower triangle <- the upper one, in 16 x 16 tiles so that the column-order writes stay in cache.
-void mirror_upper(RowMatrixXd& a, int64_t m) {
+// dst[j][i] = src[i][j] for i < rows, j < cols (row strides given), or only for j > i when `strict_upper` (which
+// mirrors a square matrix's upper triangle when dst == src). 16 x 16 tiles keep both sides in cache: read or
+// written column by column, the 180 x 128 operands and the 180 x 180 distances took 10% of the pooling time.
+void copy_transposed(const double* src, int64_t src_stride, double* dst, int64_t dst_stride, int64_t rows,
+                     int64_t cols, bool strict_upper) {
   constexpr int64_t kTile = 16;
-  for (int64_t i0 = 0; i0 < m; i0 += kTile)
-    for (int64_t j0 = i0; j0 < m; j0 += kTile)
-      for (int64_t i = i0; i < std::min(i0 + kTile, m); ++i)
-        for (int64_t j = std::max(j0, i + 1); j < std::min(j0 + kTile, m); ++j) a(j, i) = a(i, j);
+  for (int64_t i0 = 0; i0 < rows; i0 += kTile)
+    for (int64_t j0 = strict_upper ? i0 : 0; j0 < cols; j0 += kTile)
+      for (int64_t i = i0; i < std::min(i0 + kTile, rows); ++i)
+        for (int64_t j = strict_upper ? std::max(j0, i + 1) : j0; j < std::min(j0 + kTile, cols); ++j)
+          dst[j * dst_stride + i] = src[i * src_stride + j];
 }
 
-// The m x m distances with +inf on the diagonal, in the layout ward_detail::linkage_in_place works on: rows of
-// the padded Gram buffer, `stride` apart.
-struct SquareDistances {
-  RowMatrixXd buffer;
-  int64_t m = 0;
-  double* data() { return buffer.data(); }
-  int64_t stride() const { return buffer.cols(); }
-  double at(int64_t i, int64_t j) const { return buffer(i, j); }
+// Per-thread scratch for the Gram operands and the distance matrix. Documents are pooled one after another, and
+// allocating these (0.7 MB at 180 tokens) for each one cost ~10% of the time in page faults. Buffers above 32 MB
+// are released after each document, so that one very long document does not pin its memory.
+struct Scratch {
+  std::vector<double> rows, cols_t, dist;
+
+  void trim() {
+    constexpr size_t kKeep = size_t(1) << 22;
+    for (std::vector<double>* v : {&rows, &cols_t, &dist})
+      if (v->capacity() > kKeep) std::vector<double>().swap(*v);
+  }
 };
 
-SquareDistances square_distances(const Eigen::Ref<const RowMatrixXd>& y, WardDistance mode) {
+Scratch& thread_scratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
+// The m x m distances with +inf on the diagonal, rows `stride` apart: the layout ward_detail::linkage_in_place
+// works on. They live in the scratch until its next use.
+struct SquareDistances {
+  double* data;
+  int64_t m, stride;
+  double at(int64_t i, int64_t j) const { return data[i * stride + j]; }
+};
+
+SquareDistances square_distances(const Eigen::Ref<const RowMatrixXd>& y, WardDistance mode, Scratch& s) {
   const int64_t m = y.rows(), d = y.cols();
   const int64_t mr = (m + 3) / 4 * 4, mc = (m + 15) / 16 * 16;
-  RowMatrixXd rows = RowMatrixXd::Zero(mr, d), cols_t = RowMatrixXd::Zero(d, mc);
-  rows.topRows(m) = y;
-  cols_t.leftCols(m) = y.transpose();
-  SquareDistances out{RowMatrixXd(mr, mc), m};
-  gram_upper_blocks(rows.data(), cols_t.data(), mr, mc, d, out.data());
+  // The padding rows and columns of the operands only reach Gram entries past m, which nothing reads: no zero fill.
+  s.rows.resize(size_t(mr * d));
+  s.cols_t.resize(size_t(d * mc));
+  s.dist.resize(size_t(mr * mc));
+  Eigen::Map<RowMatrixXd>(s.rows.data(), m, d) = y;
+  copy_transposed(s.rows.data(), d, s.cols_t.data(), mc, m, d, false);
+  double* g = s.dist.data();
+  gram_upper_blocks(s.rows.data(), s.cols_t.data(), mr, mc, d, g);
   for (int64_t i = 0; i < m; ++i) {
-    distances_from_inner(out.data() + i * mc + i + 1, m - i - 1, mode == WardDistance::kEuclidean);
-    out.buffer(i, i) = kInf;
+    distances_from_inner(g + i * mc + i + 1, m - i - 1, mode == WardDistance::kEuclidean);
+    g[i * mc + i] = kInf;
   }
-  mirror_upper(out.buffer, m);
-  return out;
+  copy_transposed(g, mc, g, mc, m, m, true);
+  return {g, m, mc};
 }
 
 WardLinkage linkage_of_rows(const Eigen::Ref<const RowMatrixXd>& y, WardDistance mode) {
-  SquareDistances d = square_distances(y, mode);
-  return ward_detail::linkage_in_place(d.data(), d.m, d.stride());
+  Scratch& scratch = thread_scratch();
+  const SquareDistances d = square_distances(y, mode, scratch);
+  WardLinkage z = ward_detail::linkage_in_place(d.data, d.m, d.stride);
+  scratch.trim();
+  return z;
 }
 
 void check_budget(const WardBudget& b) {
@@ -202,11 +227,13 @@ WardDistance parse_ward_distance(const std::string& name) {
 
 std::vector<double> ward_distances(const Eigen::Ref<const RowMatrixXd>& y, WardDistance mode) {
   const int64_t m = y.rows();
-  const SquareDistances square = square_distances(y, mode);
+  Scratch& scratch = thread_scratch();
+  const SquareDistances square = square_distances(y, mode, scratch);
   std::vector<double> condensed;
   condensed.reserve(size_t(m * (m - 1) / 2));
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = i + 1; j < m; ++j) condensed.push_back(square.at(i, j));
+  scratch.trim();
   return condensed;
 }
 

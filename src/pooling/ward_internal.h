@@ -8,6 +8,12 @@
 
 namespace spread::ward_detail {
 
+// Eight doubles (GCC and clang vector extension): one AVX-512 register in the AVX-512 clone of a
+// SPREAD_VECTOR_CLONES function, two or four narrower ones in the others. Written out where the auto-vectorizer
+// will not go: floating-point minimum and sum reductions (not reassociable without -ffast-math) and register
+// blocking.
+typedef double Vec8 __attribute__((vector_size(64)));
+
 // scipy's linkage(D, 'ward') on an m x m distance matrix stored by rows `stride` apart (stride >= m), +inf on the
 // diagonal, finite and >= 0 elsewhere (m >= 2). Works in place: the matrix is overwritten.
 WardLinkage linkage_in_place(double* d, int64_t m, int64_t stride);

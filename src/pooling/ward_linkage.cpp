@@ -25,26 +25,39 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Eight doubles (GCC and clang vector extension): std::min over doubles does not vectorize without
-// -ffinite-math-only, an explicit lane-wise minimum does.
-typedef double Vec8 __attribute__((vector_size(64)));
+using ward_detail::Vec8;
 
-// min_i (row[i] + hidden[i]) over [0, count): hidden is +inf for dead clusters, 0 for live ones.
+typedef int64_t Vec8i __attribute__((vector_size(64)));
+
+struct ArgMin {
+  double value;
+  int64_t index;  // the lowest index holding `value`
+};
+
+// The minimum of row[i] + hidden[i] over [0, count) and the first index that holds it, in one vectorised pass:
+// each lane keeps its first minimum (strict <), then the lowest index among the lanes at the overall minimum.
+// hidden is +inf for dead clusters and 0 for live ones.
 SPREAD_VECTOR_CLONES
-double masked_min(const double* row, const double* hidden, int64_t count) {
-  Vec8 lanes = {kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf};
+ArgMin masked_argmin(const double* row, const double* hidden, int64_t count) {
+  Vec8 best = {kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf};
+  Vec8i where = {0, 0, 0, 0, 0, 0, 0, 0};
+  const Vec8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
   int64_t i = 0;
   for (; i + 8 <= count; i += 8) {
     Vec8 v, h;
     std::memcpy(&v, row + i, sizeof v);
     std::memcpy(&h, hidden + i, sizeof h);
     v += h;
-    lanes = v < lanes ? v : lanes;
+    const auto less = v < best;
+    best = less ? v : best;
+    where = less ? lane + i : where;
   }
-  double best = kInf;
-  for (int c = 0; c < 8; ++c) best = std::min(best, lanes[c]);
-  for (; i < count; ++i) best = std::min(best, row[i] + hidden[i]);
-  return best;
+  ArgMin out{kInf, count};
+  for (int c = 0; c < 8; ++c)
+    if (best[c] < out.value || (best[c] == out.value && where[c] < out.index)) out = {best[c], where[c]};
+  for (; i < count; ++i)
+    if (row[i] + hidden[i] < out.value) out = {row[i] + hidden[i], i};
+  return out;
 }
 
 // Row y <- the Ward distance of every cluster i to the union of x and y, over [0, count). The diagonal (+inf)
@@ -103,13 +116,9 @@ class NnChain {
   // The lowest live index at the minimum distance from x, except that the previous chain element wins a tie.
   int64_t nearest(int64_t x) const {
     const int64_t lo = live_.front(), count = live_.back() + 1 - lo;
-    const double* r = row(x) + lo;
-    const double* h = hidden_.data() + lo;
-    const double best = masked_min(r, h, count);
-    if (chain_.size() > 1 && row(x)[chain_[chain_.size() - 2]] == best) return chain_[chain_.size() - 2];
-    int64_t i = 0;
-    while (r[i] + h[i] != best) ++i;
-    return lo + i;
+    const ArgMin best = masked_argmin(row(x) + lo, hidden_.data() + lo, count);
+    if (chain_.size() > 1 && row(x)[chain_[chain_.size() - 2]] == best.value) return chain_[chain_.size() - 2];
+    return lo + best.index;
   }
 
   ChainMerge merge(std::pair<int64_t, int64_t> pair) {
