@@ -13,6 +13,9 @@ namespace spread::ward_detail {
 // will not go: floating-point minimum and sum reductions (not reassociable without -ffast-math) and register
 // blocking.
 typedef double Vec8 __attribute__((vector_size(64)));
+// The same for unaligned loads and stores through a double*: an accumulator copied out with memcpy has its address
+// taken, and GCC then kept a whole block of accumulators in memory, storing them on every step.
+typedef double Vec8Unaligned __attribute__((vector_size(64), may_alias, aligned(1)));
 
 // scipy's linkage(D, 'ward') on an m x m distance matrix stored by rows `stride` apart (stride >= m), +inf on the
 // diagonal, finite and >= 0 elsewhere (m >= 2). Works in place: the matrix is overwritten.
