@@ -14,6 +14,7 @@ Cases, n in {2, 3, 17, 180, 300}:
     lattice    unit vectors with four entries +-1/2 and four zeros, drawn from a small pool: duplicate vectors
                (height-0 merges) and many equal distances and heights (ties everywhere)
     equilateral (n = 3) three orthogonal vectors: every distance 1, the chain's tie rules decide everything
+    chain_tie  (n = 4) a chain that reaches a tie between its previous element and a lower index
 Every coordinate is a multiple of 2^-20, so every inner product is exact in float64 whatever the summation order
 or fused multiply-adds: the C++ distances equal NumPy's bit for bit and ties stay ties.
 
@@ -58,12 +59,21 @@ def lattice(rng, n, pool_size):
     return pool[rng.integers(0, pool_size, n)]
 
 
+def chain_tie():
+    """The chain 0 -> 3 -> 2 meets a tie at 2 (distance 1/4 to 3 and to 1): SciPy keeps the previous element, 3;
+    taking the lowest index, 1, gives another tree. Needed because the random cases never hit this rule."""
+    h = 0.5
+    return np.array([[h, 0, 0, 0, 0, h, h, h], [0, h, h, h, h, 0, 0, 0], [h, h, h, h, 0, 0, 0, 0],
+                     [h, h, h, 0, 0, 0, 0, h]])
+
+
 def cases(rng):
     eye = np.eye(DIM)
     yield "clustered_2", clustered(rng, 2)
     yield "duplicate_2", np.repeat(lattice(rng, 1, 1), 2, axis=0)
     yield "clustered_3", clustered(rng, 3)
     yield "equilateral_3", eye[:3]
+    yield "chain_tie_4", chain_tie()
     yield "clustered_17", clustered(rng, 17)
     yield "lattice_17", lattice(rng, 17, 6)
     yield "clustered_180", clustered(rng, 180)
