@@ -21,59 +21,54 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-using ward_detail::Vec8;
-using ward_detail::Vec8Unaligned;
-
 // Gram blocks g[i][j] = <row i, row j> of m rows: every R x 16 block that touches the upper triangle, each starting
-// at a column that is a multiple of 8. rows: m x d padded to a multiple of R rows; cols_t: the rows transposed,
-// d x mc with mc >= ceil8(m) + 8 (the last block's overhang). The padding is never read back.
-// The R x 16 accumulators stay in registers across the whole k loop (stored through Vec8Unaligned, since an
-// accumulator whose address is taken stayed in memory), several times faster than Eigen's product in a portable
-// build: 64 documents of 180 x 128 take ~0.27 GFLOP for the triangles alone.
-template <int R>
+// at a column that is a multiple of 8, in W-wide vectors. rows: m x d padded to a multiple of R rows; cols_t: the
+// rows transposed, d x mc with mc >= ceil8(m) + 8 (the last block's overhang). The padding is never read back.
+// The R x 16 accumulators stay in registers across the whole k loop: several times faster than Eigen's product in
+// a portable build, where 64 documents of 180 x 128 take ~0.27 GFLOP for the triangles alone.
+template <int R, int W>
 inline __attribute__((always_inline)) void gram_blocks(const double* rows, const double* cols_t, int64_t m,
                                                        int64_t mc, int64_t d, double* g) {
+  using V = ward_detail::Lanes<W>;
+  constexpr int kVectors = 16 / W;
   for (int64_t i0 = 0; i0 < m; i0 += R)
     for (int64_t j0 = i0 / 8 * 8; j0 < m; j0 += 16) {
-      Vec8 acc[R][2] = {};
+      typename V::Double acc[R][kVectors] = {};
       for (int64_t k = 0; k < d; ++k) {
-        const Vec8Unaligned* b = reinterpret_cast<const Vec8Unaligned*>(cols_t + k * mc + j0);
-        const Vec8 b0 = b[0], b1 = b[1];
+        typename V::Double b[kVectors];
+        for (int v = 0; v < kVectors; ++v) b[v] = reinterpret_cast<const typename V::Unaligned*>(cols_t + k * mc + j0)[v];
         for (int r = 0; r < R; ++r) {
           const double a = rows[(i0 + r) * d + k];
-          acc[r][0] += a * b0;
-          acc[r][1] += a * b1;
+          for (int v = 0; v < kVectors; ++v) acc[r][v] += a * b[v];
         }
       }
-      for (int r = 0; r < R; ++r) {
-        Vec8Unaligned* out = reinterpret_cast<Vec8Unaligned*>(g + (i0 + r) * mc + j0);
-        out[0] = acc[r][0];
-        out[1] = acc[r][1];
-      }
+      for (int r = 0; r < R; ++r)
+        for (int v = 0; v < kVectors; ++v)
+          reinterpret_cast<typename V::Unaligned*>(g + (i0 + r) * mc + j0)[v] = acc[r][v];
     }
 }
 
-// Rows per Gram block, so that the operands' padding fits every kernel below. AVX-512 has 32 vector registers
-// and takes 8 rows (16 accumulators: 14% faster than 4 here); AVX2 and SSE have 16 and take 4.
+// Rows per block: as many accumulators as the vector registers hold with room for the operands (AVX-512: 32
+// registers, 8 rows, 14% faster than 4; AVX2 and SSE: 16). Padding is to kGramRows, a multiple of each.
 constexpr int64_t kGramRows = 8;
 
-SPREAD_VECTOR_CLONES
-void gram_upper_4(const double* rows, const double* cols_t, int64_t m, int64_t mc, int64_t d, double* g) {
-  gram_blocks<4>(rows, cols_t, m, mc, d, g);
+#ifdef SPREAD_WARD_X86
+SPREAD_TARGET_AVX512 void gram_avx512(const double* rows, const double* cols_t, int64_t m, int64_t mc, int64_t d,
+                                      double* g) {
+  gram_blocks<8, 8>(rows, cols_t, m, mc, d, g);
 }
-
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-__attribute__((target("avx512f"))) void gram_upper_8(const double* rows, const double* cols_t, int64_t m,
-                                                     int64_t mc, int64_t d, double* g) {
-  gram_blocks<8>(rows, cols_t, m, mc, d, g);
+SPREAD_TARGET_AVX2 void gram_avx2(const double* rows, const double* cols_t, int64_t m, int64_t mc, int64_t d,
+                                  double* g) {
+  gram_blocks<4, 4>(rows, cols_t, m, mc, d, g);
 }
 #endif
 
 void gram_upper_blocks(const double* rows, const double* cols_t, int64_t m, int64_t mc, int64_t d, double* g) {
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-  if (__builtin_cpu_supports("avx512f")) return gram_upper_8(rows, cols_t, m, mc, d, g);
+#ifdef SPREAD_WARD_X86
+  if (ward_detail::simd() == ward_detail::Simd::kAvx512) return gram_avx512(rows, cols_t, m, mc, d, g);
+  if (ward_detail::simd() == ward_detail::Simd::kAvx2) return gram_avx2(rows, cols_t, m, mc, d, g);
 #endif
-  gram_upper_4(rows, cols_t, m, mc, d, g);
+  gram_blocks<2, 2>(rows, cols_t, m, mc, d, g);
 }
 
 // Inner products -> distances in place (SPEC.md 4, step 3), in numpy's arithmetic: 1 - g and 2 - 2g round the same
@@ -162,21 +157,18 @@ void check_budget(const WardBudget& b) {
                                 "distance threshold >= 0");
 }
 
-// Whether all of v[0, count) is finite: x - x is 0 for a finite x and NaN otherwise (Eigen's allFinite took 5% of
-// the pooling time).
+// Whether all of v[0, count) is finite: a double is infinite or NaN exactly when its exponent bits are all set. An
+// integer count vectorizes where a floating-point test does not (Eigen's allFinite took 5% of the pooling time).
 SPREAD_VECTOR_CLONES
 bool all_finite(const double* v, int64_t count) {
-  Vec8 acc = {};
-  int64_t i = 0;
-  for (; i + 8 <= count; i += 8) {
-    Vec8 x;
-    std::memcpy(&x, v + i, sizeof x);
-    acc += x - x;
+  constexpr uint64_t kExponent = 0x7ff0000000000000ull;
+  int64_t non_finite = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    uint64_t bits;
+    std::memcpy(&bits, v + i, sizeof bits);
+    non_finite += (bits & kExponent) == kExponent;
   }
-  double sum = 0;
-  for (int c = 0; c < 8; ++c) sum += acc[c];
-  for (; i < count; ++i) sum += v[i] - v[i];
-  return sum == 0;
+  return non_finite == 0;
 }
 
 void check_tokens(const Eigen::Ref<const RowMatrixXd>& tokens, int64_t protected_tokens) {

@@ -25,39 +25,55 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-using ward_detail::Vec8;
-
-typedef int64_t Vec8i __attribute__((vector_size(64)));
-
 struct ArgMin {
   double value;
   int64_t index;  // the lowest index holding `value`
 };
 
-// The minimum of row[i] + hidden[i] over [0, count) and the first index that holds it, in one vectorised pass:
-// each lane keeps its first minimum (strict <), then the lowest index among the lanes at the overall minimum.
-// hidden is +inf for dead clusters and 0 for live ones.
-SPREAD_VECTOR_CLONES
-ArgMin masked_argmin(const double* row, const double* hidden, int64_t count) {
-  Vec8 best = {kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf};
-  Vec8i where = {0, 0, 0, 0, 0, 0, 0, 0};
-  const Vec8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
+// The minimum of row[i] + hidden[i] over [0, count) and the first index that holds it, in one pass of W-wide
+// vectors: each lane keeps its first minimum (strict <), then the lowest index among the lanes at the overall
+// minimum. hidden is +inf for dead clusters and 0 for live ones.
+template <int W>
+inline __attribute__((always_inline)) ArgMin masked_argmin(const double* row, const double* hidden, int64_t count) {
+  using V = ward_detail::Lanes<W>;
+  typename V::Double best;
+  typename V::Int where, lane;
+  for (int c = 0; c < W; ++c) {
+    best[c] = kInf;
+    where[c] = 0;
+    lane[c] = c;
+  }
   int64_t i = 0;
-  for (; i + 8 <= count; i += 8) {
-    Vec8 v, h;
-    std::memcpy(&v, row + i, sizeof v);
-    std::memcpy(&h, hidden + i, sizeof h);
-    v += h;
-    const auto less = v < best;
+  for (; i + W <= count; i += W) {
+    const typename V::Double v = *reinterpret_cast<const typename V::Unaligned*>(row + i) +
+                                 *reinterpret_cast<const typename V::Unaligned*>(hidden + i);
+    const typename V::Int less = v < best;
     best = less ? v : best;
     where = less ? lane + i : where;
   }
   ArgMin out{kInf, count};
-  for (int c = 0; c < 8; ++c)
+  for (int c = 0; c < W; ++c)
     if (best[c] < out.value || (best[c] == out.value && where[c] < out.index)) out = {best[c], where[c]};
   for (; i < count; ++i)
     if (row[i] + hidden[i] < out.value) out = {row[i] + hidden[i], i};
   return out;
+}
+
+#ifdef SPREAD_WARD_X86
+SPREAD_TARGET_AVX512 ArgMin masked_argmin_avx512(const double* row, const double* hidden, int64_t count) {
+  return masked_argmin<8>(row, hidden, count);
+}
+SPREAD_TARGET_AVX2 ArgMin masked_argmin_avx2(const double* row, const double* hidden, int64_t count) {
+  return masked_argmin<4>(row, hidden, count);
+}
+#endif
+
+ArgMin masked_argmin_any(const double* row, const double* hidden, int64_t count) {
+#ifdef SPREAD_WARD_X86
+  if (ward_detail::simd() == ward_detail::Simd::kAvx512) return masked_argmin_avx512(row, hidden, count);
+  if (ward_detail::simd() == ward_detail::Simd::kAvx2) return masked_argmin_avx2(row, hidden, count);
+#endif
+  return masked_argmin<2>(row, hidden, count);
 }
 
 // Row y <- the Ward distance of every cluster i to the union of x and y, over [0, count). The diagonal (+inf)
@@ -116,7 +132,7 @@ class NnChain {
   // The lowest live index at the minimum distance from x, except that the previous chain element wins a tie.
   int64_t nearest(int64_t x) const {
     const int64_t lo = live_.front(), count = live_.back() + 1 - lo;
-    const ArgMin best = masked_argmin(row(x) + lo, hidden_.data() + lo, count);
+    const ArgMin best = masked_argmin_any(row(x) + lo, hidden_.data() + lo, count);
     if (chain_.size() > 1 && row(x)[chain_[chain_.size() - 2]] == best.value) return chain_[chain_.size() - 2];
     return lo + best.index;
   }
