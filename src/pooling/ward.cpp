@@ -22,13 +22,14 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Gram blocks g[i][j] = <row i, row j> of m rows: every R x 16 block that touches the upper triangle, each starting
-// at a column that is a multiple of 8, in W-wide vectors. rows: m x d padded to a multiple of R rows; cols_t: the
-// rows transposed, d x mc with mc >= ceil8(m) + 8 (the last block's overhang). The padding is never read back.
+// at a column that is a multiple of 8, in W-wide vectors. y_t: the rows transposed, d x mc with mc >= ceil8(m) + 8
+// (the last block's overhang); both operands are read from it, so the rows are copied once. The padding is never
+// read back.
 // The R x 16 accumulators stay in registers across the whole k loop: several times faster than Eigen's product in
 // a portable build, where 64 documents of 180 x 128 take ~0.27 GFLOP for the triangles alone.
 template <int R, int W>
-inline __attribute__((always_inline)) void gram_blocks(const double* rows, const double* cols_t, int64_t m,
-                                                       int64_t mc, int64_t d, double* g) {
+inline __attribute__((always_inline)) void gram_blocks(const double* y_t, int64_t m, int64_t mc, int64_t d,
+                                                       double* g) {
   using V = ward_detail::Lanes<W>;
   constexpr int kVectors = 16 / W;
   for (int64_t i0 = 0; i0 < m; i0 += R)
@@ -36,9 +37,9 @@ inline __attribute__((always_inline)) void gram_blocks(const double* rows, const
       typename V::Double acc[R][kVectors] = {};
       for (int64_t k = 0; k < d; ++k) {
         typename V::Double b[kVectors];
-        for (int v = 0; v < kVectors; ++v) b[v] = reinterpret_cast<const typename V::Unaligned*>(cols_t + k * mc + j0)[v];
+        for (int v = 0; v < kVectors; ++v) b[v] = reinterpret_cast<const typename V::Unaligned*>(y_t + k * mc + j0)[v];
         for (int r = 0; r < R; ++r) {
-          const double a = rows[(i0 + r) * d + k];
+          const double a = y_t[k * mc + i0 + r];
           for (int v = 0; v < kVectors; ++v) acc[r][v] += a * b[v];
         }
       }
@@ -53,22 +54,20 @@ inline __attribute__((always_inline)) void gram_blocks(const double* rows, const
 constexpr int64_t kGramRows = 8;
 
 #ifdef SPREAD_WARD_X86
-SPREAD_TARGET_AVX512 void gram_avx512(const double* rows, const double* cols_t, int64_t m, int64_t mc, int64_t d,
-                                      double* g) {
-  gram_blocks<8, 8>(rows, cols_t, m, mc, d, g);
+SPREAD_TARGET_AVX512 void gram_avx512(const double* y_t, int64_t m, int64_t mc, int64_t d, double* g) {
+  gram_blocks<8, 8>(y_t, m, mc, d, g);
 }
-SPREAD_TARGET_AVX2 void gram_avx2(const double* rows, const double* cols_t, int64_t m, int64_t mc, int64_t d,
-                                  double* g) {
-  gram_blocks<4, 4>(rows, cols_t, m, mc, d, g);
+SPREAD_TARGET_AVX2 void gram_avx2(const double* y_t, int64_t m, int64_t mc, int64_t d, double* g) {
+  gram_blocks<4, 4>(y_t, m, mc, d, g);
 }
 #endif
 
-void gram_upper_blocks(const double* rows, const double* cols_t, int64_t m, int64_t mc, int64_t d, double* g) {
+void gram_upper_blocks(const double* y_t, int64_t m, int64_t mc, int64_t d, double* g) {
 #ifdef SPREAD_WARD_X86
-  if (ward_detail::simd() == ward_detail::Simd::kAvx512) return gram_avx512(rows, cols_t, m, mc, d, g);
-  if (ward_detail::simd() == ward_detail::Simd::kAvx2) return gram_avx2(rows, cols_t, m, mc, d, g);
+  if (ward_detail::simd() == ward_detail::Simd::kAvx512) return gram_avx512(y_t, m, mc, d, g);
+  if (ward_detail::simd() == ward_detail::Simd::kAvx2) return gram_avx2(y_t, m, mc, d, g);
 #endif
-  gram_blocks<2, 2>(rows, cols_t, m, mc, d, g);
+  gram_blocks<2, 2>(y_t, m, mc, d, g);
 }
 
 // Inner products -> distances in place (SPEC.md 4, step 3), in numpy's arithmetic: 1 - g and 2 - 2g round the same
@@ -98,11 +97,11 @@ void copy_transposed(const double* src, int64_t src_stride, double* dst, int64_t
 // allocating these (0.7 MB at 180 tokens) for each one cost ~10% of the time in page faults. Buffers above 32 MB
 // are released after each document, so that one very long document does not pin its memory.
 struct Scratch {
-  std::vector<double> rows, cols_t, dist;
+  std::vector<double> y_t, dist;
 
   void trim() {
     constexpr size_t kKeep = size_t(1) << 22;
-    for (std::vector<double>* v : {&rows, &cols_t, &dist})
+    for (std::vector<double>* v : {&y_t, &dist})
       if (v->capacity() > kKeep) std::vector<double>().swap(*v);
   }
 };
@@ -123,14 +122,12 @@ struct SquareDistances {
 SquareDistances square_distances(const Eigen::Ref<const RowMatrixXd>& y, WardDistance mode, Scratch& s) {
   const int64_t m = y.rows(), d = y.cols();
   const int64_t mr = (m + kGramRows - 1) / kGramRows * kGramRows, mc = (m + 7) / 8 * 8 + 8;
-  // The padding rows and columns of the operands only reach Gram entries past m, which nothing reads: no zero fill.
-  s.rows.resize(size_t(mr * d));
-  s.cols_t.resize(size_t(d * mc));
+  // The padding columns of y_t only reach Gram entries past m, which nothing reads: no zero fill.
+  s.y_t.resize(size_t(d * mc));
   s.dist.resize(size_t(mr * mc));
-  Eigen::Map<RowMatrixXd>(s.rows.data(), m, d) = y;
-  copy_transposed(s.rows.data(), d, s.cols_t.data(), mc, m, d, false);
+  copy_transposed(y.data(), y.outerStride(), s.y_t.data(), mc, m, d, false);
   double* g = s.dist.data();
-  gram_upper_blocks(s.rows.data(), s.cols_t.data(), m, mc, d, g);
+  gram_upper_blocks(s.y_t.data(), m, mc, d, g);
   for (int64_t i = 0; i < m; ++i) {
     distances_from_inner(g + i * mc + i + 1, m - i - 1, mode == WardDistance::kEuclidean);
     g[i * mc + i] = kInf;
