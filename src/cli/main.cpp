@@ -32,6 +32,7 @@ commands:
   compare    a table of several runs side by side
   diagnose   SOCM, mean cosine and concentration of a run's token representations
   report     an HTML report of one or more runs
+  pool       Ward token pooling of .npy token lists (multi-vector documents)
 )";
 
 int dispatch(int argc, char** argv) {
@@ -49,6 +50,7 @@ int dispatch(int argc, char** argv) {
   if (cmd == "compare") return spread::cli::cmd_compare(sub_argc, sub_argv);
   if (cmd == "diagnose") return spread::cli::cmd_diagnose(sub_argc, sub_argv);
   if (cmd == "report") return spread::cli::cmd_report(sub_argc, sub_argv);
+  if (cmd == "pool") return spread::cli::cmd_pool(sub_argc, sub_argv);
   throw spread::UserError("unknown command '" + cmd + "' (run `spread --help` for the list)");
 }
 

@@ -134,10 +134,10 @@ Eigen::MatrixXd read_npy_matrix(const std::string& path) {
 
 namespace {
 
-// Writes the format 1.0 header of a C-order 2-D array of `descr` ('<f4', '<f8') and returns the open stream.
-std::ofstream open_npy(const std::string& path, const std::string& descr, int64_t rows, int64_t cols) {
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
-                       std::to_string(cols) + "), }";
+// Writes the format 1.0 header of a C-order array of `descr` ('<f4', '<f8', '<i8') and `shape` (a Python tuple
+// literal such as "(3, 4)" or "(3,)") and returns the open stream.
+std::ofstream open_npy(const std::string& path, const std::string& descr, const std::string& shape) {
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   // numpy pads with spaces and ends with '\n' so that the data starts at a multiple of 64 bytes.
   const size_t unpadded = sizeof kMagic + 2 + 2 + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');
@@ -152,18 +152,28 @@ std::ofstream open_npy(const std::string& path, const std::string& descr, int64_
   return out;
 }
 
+std::string shape_2d(int64_t rows, int64_t cols) {
+  return "(" + std::to_string(rows) + ", " + std::to_string(cols) + ")";
+}
+
 }  // namespace
 
 void write_npy_float32(const std::string& path, const float* data, int64_t rows, int64_t cols) {
-  std::ofstream out = open_npy(path, "<f4", rows, cols);
+  std::ofstream out = open_npy(path, "<f4", shape_2d(rows, cols));
   out.write(reinterpret_cast<const char*>(data), std::streamsize(rows * cols * int64_t(sizeof(float))));
   if (!out) throw user_error(path, 0, "", "cannot write the .npy file", "check free disk space");
 }
 
 void write_npy_matrix(const std::string& path, const Eigen::MatrixXd& m) {
-  std::ofstream out = open_npy(path, "<f8", m.rows(), m.cols());
+  std::ofstream out = open_npy(path, "<f8", shape_2d(m.rows(), m.cols()));
   const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> rows = m;
   out.write(reinterpret_cast<const char*>(rows.data()), std::streamsize(rows.size() * sizeof(double)));
+  if (!out) throw user_error(path, 0, "", "cannot write the .npy file", "check free disk space");
+}
+
+void write_npy_int64_vector(const std::string& path, const std::vector<int64_t>& values) {
+  std::ofstream out = open_npy(path, "<i8", "(" + std::to_string(values.size()) + ",)");
+  out.write(reinterpret_cast<const char*>(values.data()), std::streamsize(values.size() * sizeof(int64_t)));
   if (!out) throw user_error(path, 0, "", "cannot write the .npy file", "check free disk space");
 }
 

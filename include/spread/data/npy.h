@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include <string>
+#include <vector>
 
 namespace spread {
 
@@ -20,5 +21,8 @@ void write_npy_matrix(const std::string& path, const Eigen::MatrixXd& m);
 
 // Writes rows x cols float32 values (row-major) as a C-order '<f4' array in format 1.0.
 void write_npy_float32(const std::string& path, const float* data, int64_t rows, int64_t cols);
+
+// Writes a 1-D '<i8' array in format 1.0 (the cluster labels of `spread pool`).
+void write_npy_int64_vector(const std::string& path, const std::vector<int64_t>& values);
 
 }  // namespace spread
