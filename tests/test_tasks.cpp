@@ -16,6 +16,7 @@
 #include "spread/log/metrics_log.h"
 #include "spread/losses/mlm.h"
 #include "spread/tasks/contrastive.h"
+#include "spread/tasks/maxsim.h"
 #include "spread/train/checkpoint.h"
 #include "spread/train/setup.h"
 #include "spread/train/trainer.h"
@@ -104,6 +105,17 @@ spread::Recipe contrastive_recipe(const fs::path& dir, const std::string& name, 
   return spread::parse_recipe("", "test.toml", o);
 }
 
+spread::Recipe maxsim_recipe(const fs::path& dir, const std::string& name, int64_t steps,
+                             std::vector<std::string> extra = {}) {
+  auto pairs = dir / "pairs.tsv";
+  if (!fs::exists(pairs)) write_pairs(dir);
+  auto o = encoder_overrides(dir, name, steps);
+  o.insert(o.end(), {"train.objective=maxsim", "data.source=pairs", "data.path=" + pairs.string(), "model.head_dim=8",
+                     "loss.maxsim.query_length=12", "loss.maxsim.document_length=32"});
+  o.insert(o.end(), extra.begin(), extra.end());
+  return spread::parse_recipe("", "test.toml", o);
+}
+
 std::vector<double> logged(const fs::path& run_dir, const std::string& key) {
   std::vector<double> out;
   for (const auto& j : spread::read_metrics((run_dir / "metrics.jsonl").string()))
@@ -130,20 +142,35 @@ void expect_bitwise_resume(const std::function<spread::Recipe(const std::string&
 TEST(SpecialTokens, AppendedAfterTheBaseVocabularyAndRestoredFromTheRunDir) {
   auto dir = temp_dir("special");
   auto tokenizer = spread::with_special_tokens(spread::make_char_tokenizer("abc "));
-  EXPECT_EQ(tokenizer->vocab_size(), 4 + 4);
+  EXPECT_EQ(tokenizer->vocab_size(), 4 + 6);
   const auto s = tokenizer->special_ids();
   EXPECT_EQ(s.pad, 4);
   EXPECT_EQ(s.cls, 5);
   EXPECT_EQ(s.sep, 6);
   EXPECT_EQ(s.mask, 7);
+  EXPECT_EQ(s.query, 8);
+  EXPECT_EQ(s.document, 9);
+  EXPECT_TRUE(s.is_special(9));
   // [CLS] a b [SEP], and the [SEP] survives truncation.
   EXPECT_EQ(spread::encode_for_encoder(*tokenizer, "ab", 10), (std::vector<int32_t>{5, 1, 2, 6}));
   EXPECT_EQ(spread::encode_for_encoder(*tokenizer, "abcab", 4), (std::vector<int32_t>{5, 1, 2, 6}));
   EXPECT_EQ(tokenizer->decode({5, 1, 7, 6}), "[CLS]a[MASK][SEP]");
+  EXPECT_EQ(tokenizer->decode({5, 8, 1, 9}), "[CLS][Q]a[D]");
+  EXPECT_EQ(spread::encode_for_encoder(*tokenizer, "abcab", 5, s.document), (std::vector<int32_t>{5, 9, 1, 2, 6}));
   tokenizer->save(dir.string());
   auto loaded = spread::load_tokenizer(dir.string());
-  EXPECT_EQ(loaded->vocab_size(), 8);
-  EXPECT_EQ(loaded->special_ids().mask, 7);
+  EXPECT_EQ(loaded->vocab_size(), 10);
+  EXPECT_EQ(loaded->special_ids().document, 9);
+  // A run made before [Q] and [D] existed lists four reserved ids, and loads with four.
+  auto four = spread::with_special_tokens(spread::make_char_tokenizer("abc "), 4);
+  auto old_dir = temp_dir("special_four");
+  four->save(old_dir.string());
+  auto old = spread::load_tokenizer(old_dir.string());
+  EXPECT_EQ(old->vocab_size(), 8);
+  EXPECT_EQ(old->special_ids().mask, 7);
+  EXPECT_FALSE(old->special_ids().has_markers());
+  EXPECT_EQ(old->decode({5, 7}), "[CLS][MASK]");
+  fs::remove_all(old_dir);
   // Characters the char vocabulary lacks are left out, where the plain char tokenizer refuses the text.
   EXPECT_EQ(spread::encode_for_encoder(*tokenizer, "aXb\u00e9c", 10), (std::vector<int32_t>{5, 1, 2, 3, 6}));
   EXPECT_THROW(spread::make_char_tokenizer("abc ")->encode("aXb"), spread::UserError);
@@ -343,6 +370,52 @@ TEST(Resume, ContrastiveLossesAfterResumingAreBitwiseThoseOfAnUninterruptedRun) 
   fs::remove_all(dir);
 }
 
+TEST(Resume, PoolingAwareMaxSimLossesAfterResumingAreBitwiseThoseOfAnUninterruptedRun) {
+  auto dir = temp_dir("resume_maxsim");
+  const std::string beir = std::string(SPREAD_TEST_DATA_DIR) + "/beir_tiny";
+  expect_bitwise_resume([&](const std::string& name) {
+    return maxsim_recipe(dir, name, 20, {"loss.pooling_aware.enabled=true", "loss.pooling_aware.pool_factor=2",
+                                         "loss.maxsim.skiplist=true", "eval.beir=" + beir});
+  });
+  // Both terms, the evaluation at both pool factors and the probe reach the log.
+  EXPECT_FALSE(logged(dir / "straight", "loss_maxsim").empty());
+  EXPECT_FALSE(logged(dir / "straight", "loss_maxsim_pooled").empty());
+  EXPECT_FALSE(logged(dir / "straight", "val_loss_pooled").empty());
+  EXPECT_FALSE(logged(dir / "straight", "ndcg@10_pooled").empty());
+  const auto pooled = logged(dir / "straight", "vectors_per_doc_pooled"), full = logged(dir / "straight", "vectors_per_doc");
+  ASSERT_FALSE(pooled.empty());
+  EXPECT_LT(pooled.back(), full.back());
+  EXPECT_FALSE(logged(dir / "straight", "mean_cos_final").empty());
+  EXPECT_FALSE(logged(dir / "straight", "queries_per_s").empty());
+  // The checkpoint holds the multi-vector head.
+  auto ckpt = spread::load_latest_checkpoint((dir / "straight").string(), nullptr);
+  ASSERT_TRUE(ckpt);
+  EXPECT_EQ(ckpt->tensors.at("model.head.weight").sizes(), (std::vector<int64_t>{8, 16}));
+  fs::remove_all(dir);
+}
+
+TEST(InitFrom, AMaxSimRunStartsFromAnMlmBackboneWithAFreshHead) {
+  auto dir = temp_dir("init_maxsim");
+  ASSERT_EQ(spread::train(mlm_recipe(dir, "backbone", 3), spread::TrainStart::Fresh), 0);
+  const auto backbone = fs::path(mlm_recipe(dir, "backbone", 3).run_dir());
+  ASSERT_EQ(spread::train(maxsim_recipe(dir, "late", 1, {"train.init_from=" + backbone.string(), "train.lr=0",
+                                                          "train.min_lr=0"}),
+                          spread::TrainStart::Fresh),
+            0);
+  auto a = spread::load_latest_checkpoint(backbone.string(), nullptr);
+  auto b = spread::load_latest_checkpoint((dir / "late").string(), nullptr);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->tensors.count("model.head.weight"), 0u);
+  EXPECT_TRUE(torch::equal(a->tensors.at("model.blocks.1.mlp.fc.weight"), b->tensors.at("model.blocks.1.mlp.fc.weight")));
+  EXPECT_EQ(b->tensors.at("model.head.weight").size(0), 8);
+  // Resuming the maxsim run itself still requires the head.
+  auto without_head = b->tensors;
+  without_head.erase("model.head.weight");
+  spread::Transformer model(spread::model_config(maxsim_recipe(dir, "late", 1), 40));
+  EXPECT_THROW(spread::load_model_weights(model, without_head, "x"), spread::UserError);
+  fs::remove_all(dir);
+}
+
 TEST(InitFrom, StartsFromAnotherRunsWeightsAndTokenizer) {
   auto dir = temp_dir("init_from");
   ASSERT_EQ(spread::train(mlm_recipe(dir, "backbone", 5), spread::TrainStart::Fresh), 0);
@@ -396,20 +469,32 @@ TEST(Recipe, ObjectivesCheckTheirDataAndModel) {
               "loss.contrastive.matryoshka_dims=[64, 256]", "model.n_embd=128"},
              "loss.contrastive.matryoshka_dims");
   expect_key({"loss.contrastive.pooling=max"}, "loss.contrastive.pooling");
+  expect_key({"train.objective=maxsim", "data.source=text", "data.path=x.txt"}, "data.source");
+  expect_key({"train.objective=maxsim", "data.source=wordnet_pairs", "model.causal=true", "model.block_size=256"},
+             "model.causal");
+  expect_key({"train.objective=maxsim", "data.source=wordnet_pairs", "model.causal=false", "model.block_size=64",
+              "loss.maxsim.document_length=180"}, "loss.maxsim.document_length");
+  expect_key({"train.objective=maxsim", "data.source=wordnet_pairs", "model.causal=false", "model.block_size=64",
+              "loss.maxsim.document_length=64", "loss.maxsim.query_length=100"}, "loss.maxsim.query_length");
+  expect_key({"loss.pooling_aware.ste=straight"}, "loss.pooling_aware.ste");
+  expect_key({"loss.pooling_aware.pool_factor=0.5"}, "loss.pooling_aware.pool_factor");
+  // The head exists for maxsim runs only, so other objectives' checkpoints are unchanged.
+  auto lm = spread::parse_recipe("", "r.toml");
+  EXPECT_EQ(spread::model_config(lm, 50).head_dim, 0);
+  auto late = spread::parse_recipe("", "r.toml", {"train.objective=maxsim", "data.source=wordnet_pairs",
+                                                  "model.causal=false", "model.block_size=256"});
+  EXPECT_EQ(spread::model_config(late, 50).head_dim, 128);
   // Existing recipes (no objective key) are LM recipes, as before.
   EXPECT_EQ(spread::parse_recipe("", "r.toml").train.objective, "lm");
 }
 
 namespace {
 
-// nDCG@10 of one query by brute force: every document scored, sorted by score then id, DCG over the first 10.
-double brute_force_ndcg(const torch::Tensor& query, const torch::Tensor& corpus, const std::vector<std::string>& ids,
-                        const std::set<std::string>& relevant) {
+// nDCG@10 of one query by brute force: documents sorted by score then id, DCG over the first 10.
+double ndcg_of_scores(const std::vector<double>& scores, const std::vector<std::string>& ids,
+                      const std::set<std::string>& relevant) {
   std::vector<std::pair<double, std::string>> scored;
-  for (int64_t i = 0; i < corpus.size(0); ++i) {
-    auto cos = torch::cosine_similarity(query.unsqueeze(0).to(torch::kDouble), corpus[i].unsqueeze(0).to(torch::kDouble));
-    scored.push_back({cos.item<double>(), ids[size_t(i)]});
-  }
+  for (size_t i = 0; i < scores.size(); ++i) scored.push_back({scores[i], ids[i]});
   std::sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
@@ -420,7 +505,76 @@ double brute_force_ndcg(const torch::Tensor& query, const torch::Tensor& corpus,
   return dcg / idcg;
 }
 
+// The same with every document scored by the cosine of its embedding.
+double brute_force_ndcg(const torch::Tensor& query, const torch::Tensor& corpus, const std::vector<std::string>& ids,
+                        const std::set<std::string>& relevant) {
+  std::vector<double> scores;
+  for (int64_t i = 0; i < corpus.size(0); ++i)
+    scores.push_back(torch::cosine_similarity(query.unsqueeze(0).to(torch::kDouble),
+                                              corpus[i].unsqueeze(0).to(torch::kDouble)).item<double>());
+  return ndcg_of_scores(scores, ids, relevant);
+}
+
+// Token vectors of one text encoded alone (no padding), and the rows that score.
+torch::Tensor vectors_alone(spread::Transformer& model, const std::vector<int32_t>& seq, bool query, int64_t length,
+                            int32_t mask_id) {
+  std::vector<int64_t> ids(seq.begin(), seq.end());
+  const auto real = int64_t(ids.size());
+  if (query) ids.resize(size_t(length), mask_id);  // expansion: [MASK]s that score but are not attended to
+  auto idx = torch::tensor(ids, torch::kLong).view({1, -1});
+  auto attend = torch::arange(int64_t(ids.size())).lt(real).view({1, -1});
+  return model->token_vectors(model->forward(idx, false, false, attend).final_hidden)[0];
+}
+
 }  // namespace
+
+TEST(LateInteractionEval, RetrievalIsMaxSimOverEachTextEncodedAloneAndPoolingCutsTheVectors) {
+  auto data = spread::load_beir(std::string(SPREAD_TEST_DATA_DIR) + "/beir_tiny");
+  std::string all_text;
+  for (const auto& t : data.corpus_texts) all_text += t;
+  for (const auto& t : data.query_texts) all_text += t;
+  auto tokenizer = spread::with_special_tokens(spread::make_char_tokenizer(all_text));
+  torch::manual_seed(9);
+  spread::TransformerConfig cfg;
+  cfg.vocab_size = tokenizer->vocab_size();
+  cfg.n_layer = 1;
+  cfg.n_head = 2;
+  cfg.n_embd = 8;
+  cfg.block_size = 64;
+  cfg.causal = false;
+  cfg.head_dim = 4;
+  spread::Transformer model(cfg);
+  model->eval();
+  spread::MultiVectorSpec spec;
+  spec.query_length = 16;
+  spec.document_length = 64;
+  spec.batch_size = 2;  // several batches, sorted by length
+  auto results = spread::evaluate_multi_vector_retrieval(model, *tokenizer, data, spec, {1, 2});
+  ASSERT_EQ(results.size(), 2u);
+  torch::NoGradGuard no_grad;
+  const int32_t mask_id = tokenizer->special_ids().mask;
+  double ndcg = 0, tokens = 0;
+  for (size_t q = 0; q < data.query_ids.size(); ++q) {
+    auto qv = vectors_alone(model, spread::query_tokens(*tokenizer, data.query_texts[q], spec), true, 16, mask_id);
+    std::vector<double> scores;
+    for (const auto& text : data.corpus_texts) {
+      auto seq = spread::document_tokens(*tokenizer, text, spec);
+      if (q == 0) tokens += double(seq.size());
+      auto dv = vectors_alone(model, seq, false, 0, mask_id);
+      scores.push_back(torch::matmul(qv.to(torch::kDouble), dv.to(torch::kDouble).t()).amax(1).sum().item<double>());
+    }
+    ndcg += ndcg_of_scores(scores, data.corpus_ids, data.qrels.at(data.query_ids[q])) / double(data.query_ids.size());
+  }
+  EXPECT_NEAR(results[0].metrics.ndcg_at_10, ndcg, 1e-6);
+  EXPECT_NEAR(results[0].mean_vectors, tokens / double(data.corpus_texts.size()), 1e-12);
+  // Pool factor 2: one protected token plus floor(m / 2) clusters of the other m.
+  double pooled = 0;
+  for (const auto& text : data.corpus_texts) {
+    const double m = double(spread::document_tokens(*tokenizer, text, spec).size()) - 1;
+    pooled += 1 + std::max(1.0, std::floor(m / 2));
+  }
+  EXPECT_NEAR(results[1].mean_vectors, pooled / double(data.corpus_texts.size()), 1e-12);
+}
 
 TEST(EncoderEval, RetrievalAndStsMatchABruteForceComputationOnTheSameEmbeddings) {
   const std::string data_dir = std::string(SPREAD_TEST_DATA_DIR);

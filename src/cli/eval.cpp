@@ -2,6 +2,7 @@
 // with --sts / --beir (or an encoder run's [eval] files) the embedding metrics instead.
 #include <cxxopts.hpp>
 #include <fmt/format.h>
+#include <cmath>
 #include <fstream>
 
 #include "commands.h"
@@ -51,6 +52,42 @@ int eval_embeddings(LoadedRun& run, const cxxopts::ParseResult& args, const Limi
   return 0;
 }
 
+// "1,2,4" -> {1, 2, 4}; each a number >= 1.
+std::vector<double> pool_factors(const std::string& text) {
+  std::vector<double> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    size_t used = 0;
+    double value = NAN;
+    try {
+      value = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || !std::isfinite(value) || value < 1)
+      throw UserError("--pool-factors: '" + item + "' is not a number >= 1 (give a list such as 1,2,4)");
+    out.push_back(value);
+    start = end + 1;
+  }
+  return out;
+}
+
+int eval_late_interaction(LoadedRun& run, const cxxopts::ParseResult& args, const Limits& limits) {
+  LateInteractionEvalRequest request;
+  request.beir = args.count("beir") ? args["beir"].as<std::string>() : run.recipe.eval.beir;
+  if (request.beir.empty()) throw UserError("nothing to evaluate: give --beir DIR (see `spread eval --help`)");
+  if (args.count("sts")) throw UserError("--sts: a late-interaction run is evaluated on retrieval (--beir) only");
+  if (args.count("pool-factors")) request.pool_factors = pool_factors(args["pool-factors"].as<std::string>());
+  request.batch_size = limits.batch_size;
+  const auto result = evaluate_late_interaction(run, request);
+  if (args.count("json")) fmt::print("{}\n", result.dump());
+  else fmt::print("{}", format_late_interaction_eval(result));
+  if (args.count("out")) write_file_atomic(args["out"].as<std::string>(), result.dump(2) + "\n");
+  return 0;
+}
+
 }  // namespace
 
 int cmd_eval(int argc, char** argv) {
@@ -62,6 +99,8 @@ int cmd_eval(int argc, char** argv) {
       ("beir", "BEIR folder (corpus.jsonl, queries.jsonl, qrels/): nDCG@10, MRR@10, Recall@100",
        cxxopts::value<std::string>(), "DIR")
       ("pooling", "mean, cls or last (default: the run's loss.contrastive.pooling)", cxxopts::value<std::string>())
+      ("pool-factors", "maxsim runs: Ward pool factors to evaluate, e.g. 1,2,3,4,6,8 (1 = unpooled; default 1)",
+       cxxopts::value<std::string>(), "LIST")
       ("out", "also write the embedding metrics to this JSON file", cxxopts::value<std::string>(), "FILE.json")
       ("batch-size", "windows or texts per forward pass", cxxopts::value<int64_t>()->default_value("64"))
       ("max-batches", "LM: stop after N batches (0 = the whole split)", cxxopts::value<int64_t>()->default_value("0"))
@@ -74,7 +113,12 @@ int cmd_eval(int argc, char** argv) {
   }
   if (!args.count("run")) throw UserError("missing --run RUN_DIR (see `spread eval --help`)");
   const Limits limits{int_option(args, "batch-size", 1, kMaxBatchSize), int_option(args, "max-batches", 0, INT64_MAX)};
+  if (args.count("pool-factors")) pool_factors(args["pool-factors"].as<std::string>());  // fails before loading
   LoadedRun run = load_run(args["run"].as<std::string>());
+  if (run.recipe.train.objective == "maxsim") return eval_late_interaction(run, args, limits);
+  if (args.count("pool-factors"))
+    throw UserError("--pool-factors: only a late-interaction run (train.objective = \"maxsim\") has token vectors "
+                    "to pool; " + run.dir + " is \"" + run.recipe.train.objective + "\"");
   const bool embeddings = args.count("sts") || args.count("beir") || run.recipe.is_encoder_objective();
   return embeddings ? eval_embeddings(run, args, limits) : eval_lm(run, args, limits);
 }

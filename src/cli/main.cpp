@@ -26,13 +26,15 @@ saving a checkpoint (resume with spread train --resume RUN_DIR)
 commands:
   train      train from a recipe, or resume a run:  spread train RECIPE [--set key=value ...]
                                                      spread train --resume RUN_DIR
-  eval       an LM's validation loss, perplexity and bits per byte; an encoder's STS and BEIR retrieval metrics
+  eval       an LM's validation loss, perplexity and bits per byte; an encoder's STS and BEIR retrieval metrics;
+             a late-interaction run's MaxSim retrieval at several pool factors
   encode     text embeddings of an encoder run as a .npy file
   generate   sample text from a run
   compare    a table of several runs side by side
   diagnose   SOCM, mean cosine and concentration of a run's token representations
   report     an HTML report of one or more runs
   pool       Ward token pooling of .npy token lists (multi-vector documents)
+  calibrate  the Ward distance threshold that gives a late-interaction run a mean number of vectors per document
 )";
 
 int dispatch(int argc, char** argv) {
@@ -51,6 +53,7 @@ int dispatch(int argc, char** argv) {
   if (cmd == "diagnose") return spread::cli::cmd_diagnose(sub_argc, sub_argv);
   if (cmd == "report") return spread::cli::cmd_report(sub_argc, sub_argv);
   if (cmd == "pool") return spread::cli::cmd_pool(sub_argc, sub_argv);
+  if (cmd == "calibrate") return spread::cli::cmd_calibrate(sub_argc, sub_argv);
   throw spread::UserError("unknown command '" + cmd + "' (run `spread --help` for the list)");
 }
 

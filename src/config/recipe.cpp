@@ -220,7 +220,8 @@ const std::vector<Field>& schema() {
       bool_field("model.bias", REF(model.bias)),
       bool_field("model.causal", REF(model.causal)),
       bool_field("model.recompute", REF(model.recompute)),
-      string_field("train.objective", REF(train.objective), {"lm", "mlm", "contrastive"}),
+      int_field("model.head_dim", REF(model.head_dim), 1, 65536),
+      string_field("train.objective", REF(train.objective), {"lm", "mlm", "contrastive", "maxsim"}),
       string_field("train.init_from", REF(train.init_from)),
       int_field("train.batch_size", REF(train.batch_size), 1, 1 << 20),
       int_field("train.grad_accum", REF(train.grad_accum), 1, 1 << 16),
@@ -256,6 +257,18 @@ const std::vector<Field>& schema() {
       bool_field("loss.contrastive.simcse", REF(loss.contrastive.simcse)),
       int_list_field("loss.contrastive.matryoshka_dims", REF(loss.contrastive.matryoshka_dims), 1, 65536),
       string_field("loss.contrastive.pooling", REF(loss.contrastive.pooling), {"mean", "cls", "last"}),
+      int_field("loss.maxsim.query_length", REF(loss.maxsim.query_length), 4, 1 << 16),
+      int_field("loss.maxsim.document_length", REF(loss.maxsim.document_length), 4, 1 << 20),
+      bool_field("loss.maxsim.query_expansion", REF(loss.maxsim.query_expansion)),
+      bool_field("loss.maxsim.skiplist", REF(loss.maxsim.skiplist)),
+      float_field("loss.maxsim.temperature", REF(loss.maxsim.temperature), 1e-4, 100.0),
+      bool_field("loss.pooling_aware.enabled", REF(loss.pooling_aware.enabled)),
+      float_field("loss.pooling_aware.pool_factor", REF(loss.pooling_aware.pool_factor), 1.0, 1e6),
+      float_field("loss.pooling_aware.weight_full", REF(loss.pooling_aware.weight_full), 0.0, 1e6),
+      float_field("loss.pooling_aware.weight_pooled", REF(loss.pooling_aware.weight_pooled), 0.0, 1e6),
+      string_field("loss.pooling_aware.ste", REF(loss.pooling_aware.ste), {"mean", "identity"}),
+      string_field("loss.pooling_aware.ward_distance", REF(loss.pooling_aware.ward_distance), {"cosine", "euclidean"}),
+      int_field("loss.pooling_aware.protected_tokens", REF(loss.pooling_aware.protected_tokens), 0, 1 << 16),
       int_field("diagnostics.every", REF(diagnostics.every), 0, kBig),
       int_field("diagnostics.early_every", REF(diagnostics.early_every), 0, kBig),
       int_field("diagnostics.early_until", REF(diagnostics.early_until), 0, kBig),
@@ -354,16 +367,35 @@ void apply_override(Recipe& r, const std::string& assignment) {
 
 bool is_pair_source(const std::string& source) { return source != "text" && source != "wordnet"; }
 
+void validate_maxsim(const Recipe& r) {
+  const Origin at{r.source, 0};
+  const auto& m = r.loss.maxsim;
+  if (m.query_length > r.model.block_size)
+    fail(at, "loss.maxsim.query_length", fmt::format("{} is longer than model.block_size = {}", m.query_length,
+         r.model.block_size), "raise model.block_size or lower loss.maxsim.query_length");
+  if (m.document_length > r.model.block_size)
+    fail(at, "loss.maxsim.document_length", fmt::format("{} is longer than model.block_size = {}", m.document_length,
+         r.model.block_size), "raise model.block_size or lower loss.maxsim.document_length");
+  if (r.model.causal)
+    fail(at, "model.causal", "late interaction encodes with a bidirectional encoder", "set model.causal = false");
+  const auto& p = r.loss.pooling_aware;
+  if (p.enabled && p.weight_full + p.weight_pooled <= 0)
+    fail(at, "loss.pooling_aware.weight_pooled", "both weights are 0: there is no loss",
+         "set weight_full and weight_pooled to 1 (the defaults)");
+}
+
 // Which data, model and losses each objective can use.
 void validate_objective(const Recipe& r) {
   const Origin at{r.source, 0};
   const std::string& objective = r.train.objective;
-  if (objective == "contrastive" && !is_pair_source(r.data.source))
-    fail(at, "data.source", "'" + r.data.source + "' gives plain text, but train.objective = \"contrastive\" needs pairs",
-         "use pairs, wordnet_pairs, stsb, sick or beir");
-  if (objective != "contrastive" && is_pair_source(r.data.source))
+  const bool wants_pairs = objective == "contrastive" || objective == "maxsim";
+  if (wants_pairs && !is_pair_source(r.data.source))
+    fail(at, "data.source", "'" + r.data.source + "' gives plain text, but train.objective = \"" + objective +
+         "\" needs pairs", "use pairs, wordnet_pairs, stsb, sick or beir");
+  if (!wants_pairs && is_pair_source(r.data.source))
     fail(at, "data.source", "'" + r.data.source + "' gives pairs, but train.objective = \"" + objective + "\" needs text",
-         "use text or wordnet, or set train.objective = \"contrastive\"");
+         "use text or wordnet, or set train.objective = \"contrastive\" or \"maxsim\"");
+  if (objective == "maxsim") validate_maxsim(r);
   if (is_pair_source(r.data.source) && r.data.source != "wordnet_pairs" && r.data.path.empty())
     fail(at, "data.path", "data.source = \"" + r.data.source + "\" needs a path",
          r.data.source == "beir" ? "the BEIR folder" : "the data file(s)");

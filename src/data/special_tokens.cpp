@@ -27,9 +27,10 @@ void for_each_character(const std::string& text, F&& f) {
 
 class SpecialTokenizer : public Tokenizer {
  public:
-  explicit SpecialTokenizer(std::unique_ptr<Tokenizer> base) : base_(std::move(base)) {
+  SpecialTokenizer(std::unique_ptr<Tokenizer> base, int count) : base_(std::move(base)), count_(count) {
     const auto v = int32_t(base_->vocab_size());
     ids_ = {v, v + 1, v + 2, v + 3};
+    if (count == 6) ids_.query = v + 4, ids_.document = v + 5;
   }
   // A char vocabulary has no unknown id, and an encoder must embed any text (evaluation and `spread encode` read
   // texts the tokenizer never saw): characters outside the vocabulary are left out. Sentencepiece models trained
@@ -57,7 +58,7 @@ class SpecialTokenizer : public Tokenizer {
       run.clear();
     };
     for (int32_t id : ids) {
-      if (id >= ids_.pad && id <= ids_.mask) {
+      if (id >= ids_.pad && id < ids_.pad + count_) {
         flush();
         out += kSpecialTokenNames[size_t(id - ids_.pad)];
       } else {
@@ -67,7 +68,7 @@ class SpecialTokenizer : public Tokenizer {
     flush();
     return out;
   }
-  int64_t vocab_size() const override { return base_->vocab_size() + 4; }
+  int64_t vocab_size() const override { return base_->vocab_size() + count_; }
   std::string kind() const override { return base_->kind(); }
   int32_t bos_id() const override { return base_->bos_id(); }
   int32_t eos_id() const override { return base_->eos_id(); }
@@ -78,7 +79,9 @@ class SpecialTokenizer : public Tokenizer {
     auto bytes = read_whole_file(meta_path.string());
     if (!bytes) throw user_error(meta_path.string(), 0, "", "cannot read the tokenizer description just written");
     nlohmann::json meta = nlohmann::json::parse(*bytes);
-    meta["special_tokens"] = {{"[PAD]", ids_.pad}, {"[CLS]", ids_.cls}, {"[SEP]", ids_.sep}, {"[MASK]", ids_.mask}};
+    nlohmann::json names;
+    for (int i = 0; i < count_; ++i) names[kSpecialTokenNames[size_t(i)]] = ids_.pad + i;
+    meta["special_tokens"] = names;
     const std::string tmp = meta_path.string() + ".tmp";
     std::ofstream(tmp, std::ios::binary | std::ios::trunc) << meta.dump(2) << "\n";
     fs::rename(tmp, meta_path);
@@ -86,25 +89,30 @@ class SpecialTokenizer : public Tokenizer {
 
  private:
   std::unique_ptr<Tokenizer> base_;
+  int count_;
   SpecialIds ids_;
 };
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> with_special_tokens(std::unique_ptr<Tokenizer> base) {
+std::unique_ptr<Tokenizer> with_special_tokens(std::unique_ptr<Tokenizer> base, int count) {
+  if (count != 4 && count != 6) throw std::invalid_argument("with_special_tokens: count must be 4 or 6");
   if (base->special_ids().present()) return base;
-  return std::make_unique<SpecialTokenizer>(std::move(base));
+  return std::make_unique<SpecialTokenizer>(std::move(base), count);
 }
 
-std::vector<int32_t> encode_for_encoder(const Tokenizer& tokenizer, const std::string& text, int64_t max_length) {
+std::vector<int32_t> encode_for_encoder(const Tokenizer& tokenizer, const std::string& text, int64_t max_length,
+                                        int32_t marker) {
   std::vector<int32_t> ids = tokenizer.encode(text);
   const SpecialIds s = tokenizer.special_ids();
   if (!s.present()) {
     if (int64_t(ids.size()) > max_length) ids.resize(size_t(max_length));
     return ids;
   }
-  const auto body = size_t(std::max<int64_t>(max_length - 2, 0));
+  const int64_t frame = marker >= 0 ? 3 : 2;
+  const auto body = size_t(std::max<int64_t>(max_length - frame, 0));
   if (ids.size() > body) ids.resize(body);
+  if (marker >= 0) ids.insert(ids.begin(), marker);
   ids.insert(ids.begin(), s.cls);
   ids.push_back(s.sep);
   return ids;

@@ -267,7 +267,7 @@ namespace {
 struct TokenizerMeta {
   std::string kind;
   int64_t vocab_size = -1;
-  bool special_tokens = false;  // data/special_tokens.h
+  int special_tokens = 0;  // how many reserved ids it lists (data/special_tokens.h): 0, 4 or 6
 };
 
 TokenizerMeta read_meta(const fs::path& meta_path) {
@@ -277,11 +277,14 @@ TokenizerMeta read_meta(const fs::path& meta_path) {
   try {
     meta.kind = doc.at("kind").get<std::string>();
     meta.vocab_size = doc.at("vocab_size").get<int64_t>();
-    meta.special_tokens = doc.contains("special_tokens");
+    if (doc.contains("special_tokens")) meta.special_tokens = int(doc.at("special_tokens").size());
   } catch (const nlohmann::json::exception& e) {
     throw user_error(meta_path.string(), 0, "", std::string("not a tokenizer description: ") + e.what());
   }
   check_kind(meta.kind, meta_path.string());
+  if (meta.special_tokens != 0 && meta.special_tokens != 4 && meta.special_tokens != 6)
+    throw user_error(meta_path.string(), 0, "special_tokens", fmt::format("lists {} reserved ids; spread writes 4 "
+                     "([PAD] [CLS] [SEP] [MASK]) or 6 (and [Q] [D])", meta.special_tokens));
   return meta;
 }
 
@@ -308,7 +311,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& run_dir) {
   if (meta.vocab_size >= 0 && meta.vocab_size != tokenizer->vocab_size())
     throw user_error(meta_path.string(), 0, "vocab_size",
                      fmt::format("says {} but the tokenizer file has {}", meta.vocab_size, tokenizer->vocab_size()));
-  return meta.special_tokens ? with_special_tokens(std::move(tokenizer)) : std::move(tokenizer);
+  return meta.special_tokens ? with_special_tokens(std::move(tokenizer), meta.special_tokens) : std::move(tokenizer);
 }
 
 }  // namespace spread

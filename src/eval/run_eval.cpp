@@ -1,6 +1,7 @@
 #include "spread/eval/run_eval.h"
 
 #include <chrono>
+#include <filesystem>
 #include <fmt/format.h>
 #include <sstream>
 
@@ -8,6 +9,8 @@
 #include "spread/data/npy.h"
 #include "spread/eval/embed.h"
 #include "spread/eval/encoder_eval.h"
+#include "spread/eval/multi_vector.h"
+#include "spread/tasks/maxsim.h"
 #include "spread/log/progress.h"
 #include "spread/train/setup.h"
 #include "spread/util/error.h"
@@ -48,9 +51,10 @@ EncoderSpec spec_of(const LoadedRun& run, const std::string& pooling, int64_t ba
   return spec;
 }
 
-std::vector<std::string> read_texts(const std::string& path) {
+// `option` names the CLI option that gave the path, in errors.
+std::vector<std::string> read_texts(const std::string& path, const std::string& option = "--in") {
   auto bytes = read_whole_file(path);
-  if (!bytes) throw user_error(path, 0, "--in", "cannot read the file", "check the path");
+  if (!bytes) throw user_error(path, 0, option, "cannot read the file", "check the path");
   const bool jsonl = path.size() >= 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0;
   std::vector<std::string> texts;
   std::istringstream lines(*bytes);
@@ -62,9 +66,9 @@ std::vector<std::string> read_texts(const std::string& path) {
       continue;
     }
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    texts.push_back(jsonl_document(line, path, line_no, "--in"));
+    texts.push_back(jsonl_document(line, path, line_no, option));
   }
-  if (texts.empty()) throw user_error(path, 0, "--in", "holds no text", "one text per line (.txt) or .jsonl");
+  if (texts.empty()) throw user_error(path, 0, option, "holds no text", "one text per line (.txt) or .jsonl");
   return texts;
 }
 
@@ -105,6 +109,78 @@ std::string format_embedding_eval(const nlohmann::json& r) {
       out += fmt::format("{:<14} {:>8.4f}  {}\n", key, b[key].get<double>(), data);
   }
   return out;
+}
+
+namespace {
+
+void require_maxsim_run(const LoadedRun& run, const char* what) {
+  if (run.recipe.train.objective != "maxsim")
+    throw user_error(run.dir + "/recipe.toml", 0, "train.objective", std::string(what) + " needs a late-interaction run "
+                     "(objective \"maxsim\"), this one is \"" + run.recipe.train.objective + "\"");
+}
+
+MultiVectorSpec multi_vector_spec_of(const LoadedRun& run, int64_t batch_size) {
+  MultiVectorSpec spec = multi_vector_spec(run.recipe, *run.tokenizer, recipe_device(run.recipe));
+  spec.batch_size = batch_size;
+  return spec;
+}
+
+nlohmann::json pooled_result(const PooledRetrieval& p, double unpooled_ndcg) {
+  nlohmann::json j = {{"pool_factor", p.pool_factor}, {"ndcg@10", p.metrics.ndcg_at_10}, {"mrr@10", p.metrics.mrr_at_10},
+                      {"recall@100", p.metrics.recall_at_100}, {"vectors_per_doc", p.mean_vectors}};
+  if (unpooled_ndcg > 0) j["kept"] = p.metrics.ndcg_at_10 / unpooled_ndcg;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json evaluate_late_interaction(LoadedRun& run, const LateInteractionEvalRequest& request) {
+  require_maxsim_run(run, "--pool-factors");
+  BeirData data = load_beir(request.beir);
+  TextProgress progress("encoding documents");
+  const auto results = evaluate_multi_vector_retrieval(run.model, *run.tokenizer, data,
+                                                       multi_vector_spec_of(run, request.batch_size),
+                                                       request.pool_factors, maxsim_step_options(run.recipe).ward,
+                                                       std::ref(progress));
+  double unpooled = 0;
+  for (const auto& r : results)
+    if (r.pool_factor == 1) unpooled = r.metrics.ndcg_at_10;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : results) rows.push_back(pooled_result(r, unpooled));
+  return {{"run", run.dir}, {"step", run.step},
+          {"beir", {{"dir", request.beir}, {"qrels", data.qrels_file}, {"queries", results.front().metrics.queries},
+                    {"documents", data.corpus_ids.size()}, {"results", rows}}}};
+}
+
+std::string format_late_interaction_eval(const nlohmann::json& r) {
+  const auto& b = r["beir"];
+  std::string out = fmt::format("run {} at step {}: {} ({} queries, {} documents), MaxSim\n", r["run"].get<std::string>(),
+                                r["step"].get<int64_t>(), b["dir"].get<std::string>(), b["queries"].get<int64_t>(),
+                                b["documents"].get<int64_t>());
+  out += fmt::format("{:>11} {:>12} {:>8} {:>8} {:>10} {:>6}\n", "pool factor", "vectors/doc", "nDCG@10", "MRR@10",
+                     "Recall@100", "kept");
+  for (const auto& row : b["results"])
+    out += fmt::format("{:>11g} {:>12.1f} {:>8.4f} {:>8.4f} {:>10.4f} {:>6}\n", row["pool_factor"].get<double>(),
+                       row["vectors_per_doc"].get<double>(), row["ndcg@10"].get<double>(), row["mrr@10"].get<double>(),
+                       row["recall@100"].get<double>(),
+                       row.contains("kept") ? fmt::format("{:.1f}%", 100 * row["kept"].get<double>()) : "-");
+  return out;
+}
+
+nlohmann::json calibrate_run(LoadedRun& run, const CalibrateRequest& request) {
+  require_maxsim_run(run, "spread calibrate");
+  std::string path = request.docs;
+  if (std::filesystem::is_directory(path)) path = (std::filesystem::path(path) / "corpus.jsonl").string();
+  auto texts = read_texts(path, "--docs");
+  if (int64_t(texts.size()) > request.max_docs) texts.resize(size_t(request.max_docs));
+  TextProgress progress("encoding documents");
+  const auto docs = encode_documents(run.model, *run.tokenizer, texts, multi_vector_spec_of(run, request.batch_size),
+                                     std::ref(progress));
+  const WardPoolOptions ward = maxsim_step_options(run.recipe).ward;
+  const WardCalibration c = calibrate_ward_threshold(docs, request.target_tokens, ward);
+  return {{"run", run.dir}, {"step", run.step}, {"documents", c.documents}, {"target_tokens", request.target_tokens},
+          {"threshold", c.threshold}, {"achieved_mean", c.achieved_mean}, {"unpooled_mean", c.unpooled_mean},
+          {"ward_distance", run.recipe.loss.pooling_aware.ward_distance}, {"protected_tokens", ward.protected_tokens}};
 }
 
 int64_t encode_file(LoadedRun& run, const EncodeRequest& request) {

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/dropout.h>
+#include <torch/nn/functional/normalization.h>
 #include <torch/nn/init.h>
 
 #include <cmath>
@@ -90,7 +91,17 @@ TransformerImpl::TransformerImpl(const TransformerConfig& cfg) : cfg_(cfg) {
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (int64_t i = 0; i < cfg.n_layer; ++i) blocks->push_back(Block(cfg));
   ln_f = register_module("ln_f", make_norm(cfg.n_embd));
+  // Registered last, so the other parameters draw the same initial values with and without a head.
+  if (cfg.head_dim > 0)
+    head = register_module("head", torch::nn::Linear(torch::nn::LinearOptions(cfg.n_embd, cfg.head_dim).bias(false)));
   init_weights();
+}
+
+torch::Tensor TransformerImpl::token_vectors(const torch::Tensor& final_hidden) {
+  TORCH_CHECK(!head.is_empty(), "token_vectors needs a model with head_dim > 0");
+  auto v = head->forward(final_hidden);
+  if (v.element_size() < 4) v = v.to(torch::kFloat);  // bf16 / fp16 models score in float32
+  return torch::nn::functional::normalize(v, torch::nn::functional::NormalizeFuncOptions().dim(-1).eps(1e-12));
 }
 
 void TransformerImpl::init_weights() {

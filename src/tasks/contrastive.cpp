@@ -69,25 +69,16 @@ ContrastiveTask::ContrastiveTask(const Recipe& recipe, const std::string& run_di
   if (c.mini_batch > 0 && !device.is_cpu() && recipe.model.dropout > 0)
     throw user_error(recipe.source, 0, "loss.contrastive.mini_batch", "cached mode replays the CPU generator only, "
                      "so with dropout on another device its gradient would not be exact", "use model.dropout = 0 there");
-  PairSourceSpec spec;
-  spec.source = recipe.data.source;
-  spec.paths = recipe.data.path;
-  spec.columns = recipe.data.columns;
-  spec.strict = recipe.data.strict;
-  spec.hard_negatives = recipe.data.hard_negatives;
-  spec.val_fraction = recipe.data.val_fraction;
-  spec.seed = uint64_t(recipe.run.seed);
-  spec.recipe_file = recipe.source;
-  PairSet pairs = load_pairs(spec);
-  note("data: " + pairs.description);
-  for (const auto& m : pairs.bad_row_messages) note("  skipped: " + m);
-  if (pairs.train.size() < 2) throw user_error(recipe.source, 0, "data.path", "fewer than two training pairs");
+  PairSet pairs = load_recipe_pairs(recipe, note);
   tokenizer_ = prepare_encoder_tokenizer(recipe, run_dir, pair_texts(pairs.train), note);
+  texts_ = std::make_unique<TextTable>([this](const std::string& text) {
+    return tokenize_texts(*tokenizer_, {text}, text_length(recipe_)).front();
+  });
   train_ = index_examples(pairs.train);
   val_ = index_examples(pairs.val);
   sampler_ = std::make_unique<PairBatchSampler>(pairs.train, uint64_t(recipe.run.seed));
   note(fmt::format("data: {} train / {} val pairs, {} hard negative(s) each, {} distinct texts of at most {} tokens",
-                   train_.size(), val_.size(), train_.front().negatives.size(), texts_.size(), text_length(recipe)));
+                   train_.size(), val_.size(), train_.front().negatives.size(), texts_->size(), text_length(recipe)));
   step_options_.loss = {c.temperature, c.symmetric, c.matryoshka_dims};
   check_contrastive_options(step_options_.loss, recipe.model.n_embd);
   step_options_.pooling = parse_pooling(c.pooling);
@@ -97,15 +88,10 @@ ContrastiveTask::ContrastiveTask(const Recipe& recipe, const std::string& run_di
 }
 
 std::vector<ContrastiveTask::Example> ContrastiveTask::index_examples(const std::vector<PairExample>& examples) {
-  auto id_of = [&](const std::string& text) {
-    auto [it, inserted] = text_index_.emplace(text, int32_t(texts_.size()));
-    if (inserted) texts_.push_back(tokenize_texts(*tokenizer_, {text}, text_length(recipe_)).front());
-    return it->second;
-  };
   std::vector<Example> out;
   for (const auto& e : examples) {
-    Example x{id_of(e.anchor), id_of(e.positive), {}};
-    for (const auto& n : e.negatives) x.negatives.push_back(id_of(n));
+    Example x{texts_->add(e.anchor), texts_->add(e.positive), {}};
+    for (const auto& n : e.negatives) x.negatives.push_back(texts_->add(n));
     out.push_back(std::move(x));
   }
   return out;
@@ -116,7 +102,7 @@ ContrastiveBatch ContrastiveTask::make_batch(const std::vector<Example>& set, co
   std::vector<int64_t> anchor_ids, candidate_ids;
   ContrastiveBatch b;
   auto add = [&](Seqs& seqs, std::vector<int64_t>& ids, int32_t text) {
-    seqs.push_back(&texts_[size_t(text)]);
+    seqs.push_back(&(*texts_)[text]);
     ids.push_back(text);
   };
   for (int64_t i : picked) add(b.anchors, anchor_ids, set[size_t(i)].anchor);
@@ -165,8 +151,8 @@ nlohmann::json ContrastiveTask::probe(Transformer& model) {
   const auto n = std::min<int64_t>(recipe_.diagnostics.probe_texts, int64_t(val_.size()));
   Seqs anchors, positives;
   for (int64_t i = 0; i < n; ++i) {
-    anchors.push_back(&texts_[size_t(val_[size_t(i)].anchor)]);
-    positives.push_back(&texts_[size_t(val_[size_t(i)].positive)]);
+    anchors.push_back(&(*texts_)[val_[size_t(i)].anchor]);
+    positives.push_back(&(*texts_)[val_[size_t(i)].positive]);
   }
   nlohmann::json line = probe_sequences(model, anchors, step_options_.pad_id, recipe_, device_);
   torch::NoGradGuard no_grad;

@@ -24,14 +24,37 @@ std::shared_ptr<Tokenizer> prepare_encoder_tokenizer(const Recipe& recipe, const
   TokenizerSpec spec{recipe.tokenizer.kind, recipe.tokenizer.vocab_size, recipe.tokenizer.model};
   std::shared_ptr<Tokenizer> tokenizer = with_special_tokens(build_tokenizer(spec, text, run_dir));
   tokenizer->save(run_dir);
-  note(fmt::format("tokenizer: {} with {} ids ([PAD] [CLS] [SEP] [MASK] = {}..{}), saved in {}", tokenizer->kind(),
-                   tokenizer->vocab_size(), tokenizer->special_ids().pad, tokenizer->special_ids().mask, run_dir));
+  note(fmt::format("tokenizer: {} with {} ids (reserved [PAD] .. [D] = {}..{}), saved in {}", tokenizer->kind(),
+                   tokenizer->vocab_size(), tokenizer->special_ids().pad, tokenizer->vocab_size() - 1, run_dir));
   return tokenizer;
 }
 
 EncoderSpec encoder_spec(const Recipe& recipe, const torch::Device& device) {
   return {text_length(recipe), parse_pooling(recipe.loss.contrastive.pooling), std::max<int64_t>(recipe.train.batch_size, 32),
           device};
+}
+
+PairSet load_recipe_pairs(const Recipe& recipe, const Note& note) {
+  PairSourceSpec spec;
+  spec.source = recipe.data.source;
+  spec.paths = recipe.data.path;
+  spec.columns = recipe.data.columns;
+  spec.strict = recipe.data.strict;
+  spec.hard_negatives = recipe.data.hard_negatives;
+  spec.val_fraction = recipe.data.val_fraction;
+  spec.seed = uint64_t(recipe.run.seed);
+  spec.recipe_file = recipe.source;
+  PairSet pairs = load_pairs(spec);
+  note("data: " + pairs.description);
+  for (const auto& m : pairs.bad_row_messages) note("  skipped: " + m);
+  if (pairs.train.size() < 2) throw user_error(recipe.source, 0, "data.path", "fewer than two training pairs");
+  return pairs;
+}
+
+int32_t TextTable::add(const std::string& text) {
+  auto [it, inserted] = index_.emplace(text, int32_t(seqs_.size()));
+  if (inserted) seqs_.push_back(tokenize_(text));
+  return it->second;
 }
 
 EncoderEvaluations::EncoderEvaluations(const Recipe& recipe, const Note& note) {

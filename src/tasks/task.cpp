@@ -2,6 +2,7 @@
 
 #include "spread/tasks/contrastive.h"
 #include "spread/tasks/lm.h"
+#include "spread/tasks/maxsim.h"
 #include "spread/tasks/mlm.h"
 
 namespace spread {
@@ -11,6 +12,7 @@ std::unique_ptr<TrainingTask> make_task(const Recipe& recipe, const std::string&
   const std::string& objective = recipe.train.objective;
   if (objective == "mlm") return std::make_unique<MaskedLanguageModelTask>(recipe, run_dir, device, note);
   if (objective == "contrastive") return std::make_unique<ContrastiveTask>(recipe, run_dir, device, note);
+  if (objective == "maxsim") return std::make_unique<MaxSimTask>(recipe, run_dir, device, note);
   return std::make_unique<LanguageModelTask>(recipe, run_dir, device, note);
 }
 

@@ -22,6 +22,7 @@ TransformerConfig model_config(const Recipe& recipe, int64_t vocab_size) {
   c.bias = recipe.model.bias;
   c.causal = recipe.model.causal;
   c.recompute = recipe.model.recompute;
+  c.head_dim = recipe.train.objective == "maxsim" ? recipe.model.head_dim : 0;
   return c;
 }
 
@@ -100,10 +101,11 @@ bool output_is_finite(Transformer& model, const torch::Device& device) {
 }
 
 void load_model_weights(Transformer& model, const std::map<std::string, torch::Tensor>& tensors,
-                        const std::string& source) {
+                        const std::string& source, MissingHead missing_head) {
   torch::NoGradGuard no_grad;
   for (auto& item : model->named_parameters()) {
     auto it = tensors.find("model." + item.key());
+    if (it == tensors.end() && missing_head == MissingHead::KeepInitial && item.key().rfind("head.", 0) == 0) continue;
     if (it == tensors.end())
       throw user_error(source, 0, "", "checkpoint lacks parameter '" + item.key() + "'",
                        "was it written with another model shape? check [model] in recipe.toml");

@@ -213,12 +213,14 @@ void init_from_run(Run& run) {
     throw user_error(run.recipe.source, 0, "train.init_from", "'" + from + "' has no readable checkpoint",
                      "point it at a run directory that has trained (spread train)");
   try {
-    load_model_weights(run.model, ckpt->tensors, from);
+    load_model_weights(run.model, ckpt->tensors, from, MissingHead::KeepInitial);
   } catch (const UserError& e) {
     throw user_error(run.recipe.source, 0, "train.init_from", std::string("does not fit this model: ") + e.what(),
                      "use the [model] shape of " + from + "/recipe.toml");
   }
-  say(fmt::format("init_from: model weights of {} at step {}", from, ckpt->step));
+  const bool fresh_head = run.model->config().head_dim > 0 && !ckpt->tensors.count("model.head.weight");
+  say(fmt::format("init_from: model weights of {} at step {}{}", from, ckpt->step,
+                  fresh_head ? " (it has no multi-vector head: the head starts from its initial values)" : ""));
 }
 
 }  // namespace

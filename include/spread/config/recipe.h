@@ -42,10 +42,11 @@ struct ModelConfig {
   bool bias = true;
   bool causal = true;  // false = bidirectional encoder (embedding models)
   bool recompute = true;  // recompute attention probabilities and GELU outputs in backward: less memory
+  int64_t head_dim = 128;  // objective maxsim: width of the multi-vector head (other objectives have no head)
 };
 
 struct TrainConfig {
-  std::string objective = "lm";  // lm | mlm | contrastive
+  std::string objective = "lm";  // lm | mlm | contrastive | maxsim
   std::string init_from;         // a run directory whose newest checkpoint gives the initial model weights
   int64_t batch_size = 12;
   int64_t grad_accum = 1;
@@ -96,10 +97,33 @@ struct ContrastiveConfig {
   std::string pooling = "mean";          // mean | cls | last
 };
 
+// Late interaction (SPEC section 4): MaxSim of normalised token vectors, contrastive over in-batch and hard-negative
+// documents. Queries are "[CLS] [Q] text [SEP]", documents "[CLS] [D] text [SEP]".
+struct MaxSimConfig {
+  int64_t query_length = 32;      // tokens per query, markers included
+  int64_t document_length = 180;  // tokens per document, markers included
+  bool query_expansion = true;    // queries padded with [MASK] to query_length, which attend and score (ColBERT)
+  bool skiplist = false;          // document tokens that are punctuation only take no part in MaxSim
+  double temperature = 1.0;       // scores / temperature before the cross-entropy (SPEC: 1)
+};
+
+// The loss on full plus Ward-pooled documents (SPEC section 4, pooling-aware loss).
+struct PoolingAwareConfig {
+  bool enabled = false;
+  double pool_factor = 4;
+  double weight_full = 1;
+  double weight_pooled = 1;
+  std::string ste = "mean";             // mean | identity: how the pooled vectors' gradient reaches the members
+  std::string ward_distance = "cosine";  // cosine | euclidean
+  int64_t protected_tokens = 1;         // leading document tokens never pooled ([CLS])
+};
+
 struct LossConfig {
   DispersionConfig dispersion;
   MlmConfig mlm;
   ContrastiveConfig contrastive;
+  MaxSimConfig maxsim;
+  PoolingAwareConfig pooling_aware;
 };
 
 // Evaluations of encoders during training (every train.eval_every steps) and their defaults for `spread eval`.

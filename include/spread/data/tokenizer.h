@@ -20,8 +20,12 @@ namespace spread {
 // Reserved ids of encoders (data/special_tokens.h); -1 where the tokenizer has none.
 struct SpecialIds {
   int32_t pad = -1, cls = -1, sep = -1, mask = -1;
+  int32_t query = -1, document = -1;  // [Q] and [D]; -1 in tokenizers of runs made before they were reserved
   bool present() const { return pad >= 0; }
-  bool is_special(int32_t id) const { return present() && (id == pad || id == cls || id == sep || id == mask); }
+  bool has_markers() const { return query >= 0 && document >= 0; }
+  bool is_special(int32_t id) const {
+    return present() && (id == pad || id == cls || id == sep || id == mask || id == query || id == document);
+  }
 };
 
 class Tokenizer {

@@ -2,6 +2,7 @@
 // What `spread eval` and `spread encode` do with a trained run, as library calls (the CLI only parses arguments).
 #include <cstdint>
 #include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "spread/train/run.h"
@@ -21,6 +22,32 @@ nlohmann::json evaluate_embeddings(LoadedRun& run, const EmbeddingEvalRequest& r
 
 // The result above as an aligned text table.
 std::string format_embedding_eval(const nlohmann::json& result);
+
+// Late interaction (a maxsim run): retrieval with MaxSim over the token vectors, documents Ward-pooled at each
+// factor (1 = unpooled; the run's loss.pooling_aware ward_distance and protected_tokens).
+struct LateInteractionEvalRequest {
+  std::string beir;                      // BEIR folder
+  std::vector<double> pool_factors{1.0};
+  int64_t batch_size = 32;
+};
+
+// {"run", "step", "beir": {"dir", "qrels", "queries", "documents", "results": [{"pool_factor", "ndcg@10",
+// "mrr@10", "recall@100", "vectors_per_doc", "kept"}, ...]}}; "kept" = nDCG@10 / the unpooled nDCG@10 (when pool
+// factor 1 is among them). Progress lines go to stderr.
+nlohmann::json evaluate_late_interaction(LoadedRun& run, const LateInteractionEvalRequest& request);
+std::string format_late_interaction_eval(const nlohmann::json& result);
+
+// spread calibrate: the Ward distance threshold whose mean output count over the documents is target_tokens
+// (pooling/ward.h, calibrate_ward_threshold), documents encoded by the run's model.
+struct CalibrateRequest {
+  std::string docs;          // .txt (one per line), .jsonl, or a BEIR folder (its corpus.jsonl)
+  double target_tokens = 16;
+  int64_t max_docs = 1000;   // the first this many documents
+  int64_t batch_size = 32;
+};
+// {"run", "step", "documents", "target_tokens", "threshold", "achieved_mean", "unpooled_mean", "ward_distance",
+// "protected_tokens"}
+nlohmann::json calibrate_run(LoadedRun& run, const CalibrateRequest& request);
 
 struct EncodeRequest {
   std::string in;    // .txt (one text per line) or .jsonl ("text", with "title" prepended when present)

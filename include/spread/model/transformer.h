@@ -22,6 +22,8 @@ struct TransformerConfig {
   double dropout = 0.0;
   bool bias = true;
   bool causal = true;
+  int64_t head_dim = 0;   // > 0: a bias-free linear head to this width for multi-vector (late-interaction) token
+                          // vectors (token_vectors); 0: no head (the checkpoint then has no head.weight)
   bool recompute = true;  // recompute attention probabilities and GELU outputs in backward (model/recompute.h)
                           // on the unfused path; the fused CPU attention always recomputes (model/attention.h)
 };
@@ -89,12 +91,17 @@ class TransformerImpl : public torch::nn::Module {
   // Mean cross-entropy of next-token prediction, the LM's training loss (targets: [B, T], -1 = ignore).
   static torch::Tensor lm_loss(const torch::Tensor& logits, const torch::Tensor& targets);
 
+  // Multi-vector token vectors (ColBERT): the head applied to final hidden states [.., C], each row L2-normalised
+  // (norm floored at 1e-12): [.., head_dim], float32 for 16-bit models. Needs config().head_dim > 0.
+  torch::Tensor token_vectors(const torch::Tensor& final_hidden);
+
   const TransformerConfig& config() const { return cfg_; }
   int64_t num_parameters(bool exclude_positions = true) const;
 
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};
   torch::nn::ModuleList blocks{nullptr};
   torch::nn::LayerNorm ln_f{nullptr};
+  torch::nn::Linear head{nullptr};  // registered only when head_dim > 0
 
  private:
   void init_weights();

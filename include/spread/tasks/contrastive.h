@@ -60,8 +60,7 @@ class ContrastiveTask : public TrainingTask {
   Recipe recipe_;
   torch::Device device_;
   std::shared_ptr<Tokenizer> tokenizer_;
-  std::unordered_map<std::string, int32_t> text_index_;
-  std::vector<std::vector<int32_t>> texts_;  // tokenised distinct texts
+  std::unique_ptr<TextTable> texts_;  // tokenised distinct texts
   std::vector<Example> train_, val_;
   std::unique_ptr<PairBatchSampler> sampler_;
   ContrastiveStepOptions step_options_;

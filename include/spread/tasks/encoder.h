@@ -2,8 +2,10 @@
 // What the encoder tasks (mlm, contrastive) share: the tokenizer with reserved ids, the text length, the fixed
 // probe of single texts, and the [eval] sts / beir evaluations run at every evaluation step.
 #include <memory>
+#include <functional>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "spread/data/beir.h"
@@ -22,6 +24,25 @@ std::shared_ptr<Tokenizer> prepare_encoder_tokenizer(const Recipe& recipe, const
                                                      const std::vector<std::string>& training_texts, const Note& note);
 
 EncoderSpec encoder_spec(const Recipe& recipe, const torch::Device& device);
+
+// The recipe's pair data (data.source, path, columns, hard_negatives, val_fraction, seed), with a note per skipped
+// row; UserError when fewer than two training pairs remain.
+PairSet load_recipe_pairs(const Recipe& recipe, const Note& note);
+
+// Distinct texts, each tokenised once by `tokenize`; equal texts share one id (ids count from 0 in first-seen order).
+class TextTable {
+ public:
+  using Tokenize = std::function<std::vector<int32_t>(const std::string&)>;
+  explicit TextTable(Tokenize tokenize) : tokenize_(std::move(tokenize)) {}
+  int32_t add(const std::string& text);
+  const std::vector<int32_t>& operator[](int32_t id) const { return seqs_[size_t(id)]; }
+  int64_t size() const { return int64_t(seqs_.size()); }
+
+ private:
+  Tokenize tokenize_;
+  std::unordered_map<std::string, int32_t> index_;
+  std::vector<std::vector<int32_t>> seqs_;
+};
 
 // [eval] sts and beir, read once at the start (a missing or malformed file fails the start, not step 500).
 class EncoderEvaluations {

@@ -38,7 +38,10 @@ void copy_tokenizer_files(const Recipe& recipe, const std::string& run_dir);
 bool output_is_finite(Transformer& model, const torch::Device& device);
 
 // Copies a checkpoint's "model.<name>" tensors into the model's parameters (UserError on a mismatch).
+// MissingHead::KeepInitial (train.init_from): a checkpoint without the multi-vector head (a backbone trained by
+// another objective) leaves the model's freshly initialised head as it is.
+enum class MissingHead { Refused, KeepInitial };
 void load_model_weights(Transformer& model, const std::map<std::string, torch::Tensor>& tensors,
-                        const std::string& source);
+                        const std::string& source, MissingHead missing_head = MissingHead::Refused);
 
 }  // namespace spread
