@@ -11,5 +11,6 @@ int cmd_compare(int argc, char** argv);
 int cmd_diagnose(int argc, char** argv);
 int cmd_report(int argc, char** argv);
 int cmd_pool(int argc, char** argv);
+int cmd_export(int argc, char** argv);
 
 }  // namespace spread::cli

@@ -33,6 +33,7 @@ commands:
   diagnose   SOCM, mean cosine and concentration of a run's token representations
   report     an HTML report of one or more runs
   pool       Ward token pooling of .npy token lists (multi-vector documents)
+  export     a run as a Hugging Face GPT-2 folder (LM) or a sentence-transformers folder (encoder)
 )";
 
 int dispatch(int argc, char** argv) {
@@ -51,6 +52,7 @@ int dispatch(int argc, char** argv) {
   if (cmd == "diagnose") return spread::cli::cmd_diagnose(sub_argc, sub_argv);
   if (cmd == "report") return spread::cli::cmd_report(sub_argc, sub_argv);
   if (cmd == "pool") return spread::cli::cmd_pool(sub_argc, sub_argv);
+  if (cmd == "export") return spread::cli::cmd_export(sub_argc, sub_argv);
   throw spread::UserError("unknown command '" + cmd + "' (run `spread --help` for the list)");
 }
 
