@@ -93,6 +93,22 @@ std::string train_run(const fs::path& dir, const std::string& name, std::vector<
   return recipe.run_dir();
 }
 
+// Trained for three steps from N(0, 0.02), a model is nearly linear and its biases nearly zero, so that a check of
+// its outputs would miss a tanh GELU or a bias put in the wrong place. This adds a checkpoint one step later whose
+// every weight is drawn at a scale where all of them matter (seeded, so each run of the test sees the same).
+void randomize_latest_checkpoint(const std::string& run_dir) {
+  auto ckpt = spread::checkpoint_to_use(run_dir, [](const std::string&) {});
+  torch::manual_seed(7);
+  for (auto& [name, t] : ckpt.tensors) {
+    if (name.rfind("model.", 0) != 0) continue;
+    const bool norm_gain = name.find("ln") != std::string::npos && name.find("weight") != std::string::npos;
+    t = (norm_gain ? 1.0 : 0.0) + 0.3 * torch::randn_like(t);
+  }
+  ckpt.step += 1;
+  ckpt.meta["step"] = ckpt.step;
+  spread::save_checkpoint(run_dir, ckpt, 10);
+}
+
 // [B, T] token ids as a float64 .npy (exact for ids), -1 = padding, as scripts/check_export.py reads them.
 void write_ids(const fs::path& path, const torch::Tensor& ids) {
   auto d = ids.to(torch::kDouble).contiguous();
@@ -225,6 +241,7 @@ TEST(ExportLayout, MegatronBertSplitsTheFusedProjectionIntoQueryKeyValue) {
 TEST(ExportCli, LmExportIsByteIdenticalLoadsBackAndMatchesTheReferenceForwardPass) {
   auto dir = fresh_temp_dir("export_lm");
   const auto run = train_run(dir, "lm", {});
+  randomize_latest_checkpoint(run);
   const auto out = dir / "hf", again = dir / "hf2";
   auto r = run_spread("export --run " + run + " --out " + out.string());
   ASSERT_EQ(r.code, 0) << r.output;
@@ -254,12 +271,23 @@ TEST(ExportCli, LmExportIsByteIdenticalLoadsBackAndMatchesTheReferenceForwardPas
   spread::write_npy_float32((dir / "logits.npy").string(), logits.data_ptr<float>(), logits.size(0), logits.size(1));
   write_ids(dir / "ids.npy", ids.view({1, -1}));
   EXPECT_EQ(run_python_check(out, dir / "ids.npy", dir / "logits.npy"), 0);
+  // The check can fail: one logit off by 1e-4 is caught.
+  logits[3][5] += 1e-4f;
+  spread::write_npy_float32((dir / "off.npy").string(), logits.data_ptr<float>(), logits.size(0), logits.size(1));
+  EXPECT_NE(run_python_check(out, dir / "ids.npy", dir / "off.npy"), 0);
+
+  // --step: the checkpoint asked for, not the newest.
+  ASSERT_EQ(run_spread("export --run " + run + " --out " + (dir / "step3").string() + " --step 3").code, 0);
+  EXPECT_EQ(nlohmann::json::parse(file_bytes(dir / "step3" / "spread_export.json"))["step"], 3);
+  EXPECT_EQ(nlohmann::json::parse(file_bytes(out / "spread_export.json"))["step"], 4);
+  EXPECT_NE(file_bytes(dir / "step3" / "model.safetensors"), file_bytes(out / "model.safetensors"));
   fs::remove_all(dir);
 }
 
 TEST(ExportCli, EncoderExportIsASentenceTransformersFolderMatchingTheReferenceForwardPass) {
   auto dir = fresh_temp_dir("export_encoder");
   const auto run = train_run(dir, "mlm", {"train.objective=mlm", "model.causal=false"});
+  randomize_latest_checkpoint(run);
   const auto out = dir / "st";
   auto r = run_spread("export --run " + run + " --out " + out.string());
   ASSERT_EQ(r.code, 0) << r.output;
