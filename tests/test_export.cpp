@@ -248,8 +248,11 @@ TEST(ExportCli, LmExportIsByteIdenticalLoadsBackAndMatchesTheReferenceForwardPas
   ASSERT_EQ(run_spread("export --run " + run + " --out " + again.string()).code, 0);
   for (const char* f : {"config.json", "model.safetensors", "spread_tokenizer.json", "tokenizer.chars"})
     EXPECT_EQ(file_bytes(out / f), file_bytes(again / f)) << f;
-  // Exporting over an earlier export replaces it.
-  ASSERT_EQ(run_spread("export --run " + run + " --out " + again.string()).code, 0) << r.output;
+  // Exporting over an earlier export replaces it (named with a trailing slash here, as shells complete it).
+  ASSERT_EQ(run_spread("export --run " + run + " --out " + again.string() + "/").code, 0) << r.output;
+  EXPECT_EQ(file_bytes(out / "model.safetensors"), file_bytes(again / "model.safetensors"));
+  for (const auto& e : fs::directory_iterator(dir))  // no temporary folder left beside it
+    EXPECT_EQ(e.path().filename().string().find(".hf2"), std::string::npos) << e.path();
   auto config = nlohmann::json::parse(file_bytes(out / "config.json"));
   EXPECT_EQ(config["model_type"], "gpt2");
   EXPECT_EQ(config["activation_function"], "gelu");
@@ -262,6 +265,14 @@ TEST(ExportCli, LmExportIsByteIdenticalLoadsBackAndMatchesTheReferenceForwardPas
   auto b = spread::checkpoint_to_use(tuned, [](const std::string&) {});
   for (const auto& [name, t] : a.tensors)
     if (name.rfind("model.", 0) == 0) EXPECT_TRUE(torch::equal(t, b.tensors.at(name))) << name;
+
+  // A model of another width is refused with the key that differs.
+  try {
+    train_run(dir, "wide", {"train.init_from=" + out.string(), "model.n_embd=32"});
+    ADD_FAILURE() << "a wider model started from the export";
+  } catch (const spread::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("n_embd"), std::string::npos) << e.what();
+  }
 
   // spread's logits on a few ids, then the independent forward pass on the export.
   auto loaded = spread::load_run(run);

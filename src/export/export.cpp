@@ -35,7 +35,8 @@ Checkpoint checkpoint_for(const std::string& run_dir, const std::optional<int64_
                                    : "its checkpoints: steps " + fmt::format("{}", fmt::join(steps, ", ")));
   }
   Checkpoint ckpt = read_checkpoint(path);
-  if (auto bad = first_non_finite(ckpt)) throw diverged_checkpoint_error(path, "tensor '" + *bad + "' holds NaN or Inf");
+  if (auto bad = first_non_finite(ckpt))
+    throw diverged_checkpoint_error(path, "tensor '" + *bad + "' holds NaN or Inf");
   return ckpt;
 }
 
@@ -114,7 +115,9 @@ void write_folder(const Files& files, const fs::path& out) {
 }  // namespace
 
 ExportResult export_run(const ExportRequest& request) {
-  const fs::path run = request.run_dir, out = request.out_dir;
+  const fs::path run = request.run_dir;
+  fs::path out = fs::absolute(request.out_dir).lexically_normal();
+  if (!out.has_filename()) out = out.parent_path();  // "hf/": the folder hf, not an entry inside it
   const Recipe recipe = recipe_of_run(request.run_dir);
   check_out_dir(out, run);
   auto tokenizer = load_tokenizer(request.run_dir);

@@ -86,10 +86,13 @@ void copy_tokenizer_files(const Recipe& recipe, const std::string& run_dir) {
     // another GPT-2 folder brings none, and the run builds the recipe's tokenizer (its size must fit the model).
     if (!fs::exists(from / "spread_tokenizer.json")) return;
     make_directories(run_dir);
-    fs::copy_file(from / "spread_tokenizer.json", fs::path(run_dir) / "tokenizer.json",
-                  fs::copy_options::overwrite_existing);
-    for (const char* name : {"tokenizer.model", "tokenizer.chars"})
-      if (fs::exists(from / name)) fs::copy_file(from / name, fs::path(run_dir) / name, fs::copy_options::overwrite_existing);
+    const auto copy = [&](const char* name, const char* as) {
+      if (fs::exists(from / name))
+        fs::copy_file(from / name, fs::path(run_dir) / as, fs::copy_options::overwrite_existing);
+    };
+    copy("spread_tokenizer.json", "tokenizer.json");
+    copy("tokenizer.model", "tokenizer.model");
+    copy("tokenizer.chars", "tokenizer.chars");
     return;
   }
   if (!fs::exists(from / "tokenizer.json"))
