@@ -10,10 +10,12 @@
 
 #include "cli_run.h"
 #include "spread/config/recipe.h"
+#include "spread/data/tokenizer.h"
 #include "spread/data/npy.h"
 #include "spread/eval/embed.h"
 #include "spread/export/export.h"
 #include "spread/export/hf_layout.h"
+#include "spread/export/hf_tokenizer.h"
 #include "spread/export/safetensors.h"
 #include "spread/train/checkpoint.h"
 #include "spread/train/run.h"
@@ -246,7 +248,8 @@ TEST(ExportCli, LmExportIsByteIdenticalLoadsBackAndMatchesTheReferenceForwardPas
   auto r = run_spread("export --run " + run + " --out " + out.string());
   ASSERT_EQ(r.code, 0) << r.output;
   ASSERT_EQ(run_spread("export --run " + run + " --out " + again.string()).code, 0);
-  for (const char* f : {"config.json", "model.safetensors", "spread_tokenizer.json", "tokenizer.chars"})
+  for (const char* f : {"config.json", "model.safetensors", "spread_tokenizer.json", "tokenizer.chars",
+                        "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"})
     EXPECT_EQ(file_bytes(out / f), file_bytes(again / f)) << f;
   // Exporting over an earlier export replaces it (named with a trailing slash here, as shells complete it).
   ASSERT_EQ(run_spread("export --run " + run + " --out " + again.string() + "/").code, 0) << r.output;
@@ -309,6 +312,10 @@ TEST(ExportCli, EncoderExportIsASentenceTransformersFolderMatchingTheReferenceFo
   EXPECT_EQ(modules[1]["path"], "1_Pooling");
   EXPECT_EQ(nlohmann::json::parse(file_bytes(out / "1_Pooling/config.json"))["pooling_mode_mean_tokens"], true);
   EXPECT_EQ(nlohmann::json::parse(file_bytes(out / "config.json"))["model_type"], "megatron-bert");
+  const auto tokenizer_json = nlohmann::json::parse(file_bytes(out / "tokenizer.json"));
+  ASSERT_EQ(tokenizer_json["added_tokens"].size(), 4u);
+  EXPECT_EQ(tokenizer_json["added_tokens"][3]["content"], "[MASK]");
+  EXPECT_EQ(nlohmann::json::parse(file_bytes(out / "special_tokens_map.json"))["pad_token"], "[PAD]");
 
   // Mean-pooled embeddings of a padded batch of two texts of different lengths.
   auto loaded = spread::load_run(run);
@@ -343,5 +350,114 @@ TEST(ExportCli, BadInputExitsWithTwoAndOneLine) {
   expect_error(run_spread("export --run " + run + " --out " + (dir / "busy").string()), "not an earlier");
   EXPECT_TRUE(fs::exists(dir / "busy" / "notes.txt"));
   EXPECT_FALSE(fs::exists(dir / "x"));
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// WordNet's noun glosses (Debian's wordnet-base): real English text, one definition per line.
+std::vector<std::string> wordnet_glosses(size_t skip, size_t n) {
+  std::ifstream in("/usr/share/wordnet/data.noun");
+  std::vector<std::string> out;
+  size_t seen = 0;
+  for (std::string line; out.size() < n && std::getline(in, line);) {
+    const auto bar = line.find(" | ");
+    if (line.empty() || line[0] == ' ' || bar == std::string::npos) continue;
+    if (seen++ >= skip) out.push_back(line.substr(bar + 3));
+  }
+  return out;
+}
+
+// The installed @huggingface/tokenizers (scripts/test.sh puts it under build/node_modules), or "" when it or node
+// is missing.
+std::string tokenizers_js() {
+  const char* env = std::getenv("SPREAD_TOKENIZERS_JS");
+  const std::string dir = env ? env : std::string(SPREAD_SHIM_BUILD_DIR) + "/node_modules/@huggingface/tokenizers";
+  if (!fs::exists(fs::path(dir) / "dist" / "tokenizers.mjs") || std::system("node --version > /dev/null 2>&1") != 0)
+    return "";
+  return dir;
+}
+
+// Writes lines and spread's ids of each, then runs scripts/check_tokenizer.mjs on the exported folder.
+int run_node_check(const std::string& package, const fs::path& folder, const spread::Tokenizer& tokenizer,
+                   const std::vector<std::string>& lines, const fs::path& work) {
+  std::ofstream text(work / "lines.txt"), ids(work / "ids.jsonl");
+  for (const auto& line : lines) {
+    text << line << "\n";
+    ids << nlohmann::json(tokenizer.encode(line)).dump() << "\n";
+  }
+  text.close();
+  ids.close();
+  const std::string script = std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts/check_tokenizer.mjs";
+  return std::system(("node " + script + " " + package + " " + folder.string() + " " + (work / "lines.txt").string() +
+                      " " + (work / "ids.jsonl").string()).c_str());
+}
+
+void write_hf_tokenizer(const fs::path& run_dir, const spread::Tokenizer& tokenizer, const fs::path& out) {
+  fs::create_directories(out);
+  auto json = spread::hf_tokenizer_json(run_dir.string(), tokenizer);
+  ASSERT_TRUE(json.has_value());
+  std::ofstream(out / "tokenizer.json") << json->dump(2);
+  std::ofstream(out / "tokenizer_config.json") << spread::hf_tokenizer_config(tokenizer, 64).dump(2);
+}
+
+const std::vector<std::string> kUnseen = {"caf\xc3\xa9 na\xc3\xafve \xe2\x98\x83 snowman",
+                                          "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e text", "emoji \xf0\x9f\x98\x80!",
+                                          "  two spaces, a\ttab and \\ backslash", ""};
+
+}  // namespace
+
+TEST(ExportTokenizer, SentencepieceBpeGivesSpreadsIdsInTokenizersJs) {
+  const std::string package = tokenizers_js();
+  if (package.empty()) GTEST_SKIP() << "node or @huggingface/tokenizers missing (scripts/test.sh installs them)";
+  auto dir = fresh_temp_dir("export_tok_bpe");
+  std::string training;
+  for (const auto& g : wordnet_glosses(0, 2000)) training += g + "\n";
+  auto tokenizer = spread::train_sentencepiece("bpe", 500, training, dir.string());
+  tokenizer->save(dir.string());
+  write_hf_tokenizer(dir, *tokenizer, dir / "hf");
+  auto lines = wordnet_glosses(2000, 3000);  // text the tokenizer did not learn from
+  lines.insert(lines.end(), kUnseen.begin(), kUnseen.end());
+  EXPECT_EQ(run_node_check(package, dir / "hf", *tokenizer, lines, dir), 0);
+  fs::remove_all(dir);
+}
+
+TEST(ExportTokenizer, CharVocabularyGivesSpreadsIdsInTokenizersJs) {
+  const std::string package = tokenizers_js();
+  if (package.empty()) GTEST_SKIP() << "node or @huggingface/tokenizers missing (scripts/test.sh installs them)";
+  auto dir = fresh_temp_dir("export_tok_char");
+  auto lines = wordnet_glosses(0, 2000);
+  std::string training;
+  for (const auto& g : lines) training += g + "\n";
+  auto tokenizer = spread::make_char_tokenizer(training);
+  tokenizer->save(dir.string());
+  write_hf_tokenizer(dir, *tokenizer, dir / "hf");
+  EXPECT_EQ(run_node_check(package, dir / "hf", *tokenizer, lines, dir), 0);
+  fs::remove_all(dir);
+}
+
+TEST(ExportTokenizer, ReadsSentencepiecePiecesAndRefusesDamagedModels) {
+  auto dir = fresh_temp_dir("export_tok_pieces");
+  std::string training;
+  for (const auto& g : wordnet_glosses(0, 500)) training += g + "\n";
+  auto tokenizer = spread::train_sentencepiece("bpe", 400, training, dir.string());
+  tokenizer->save(dir.string());
+  const std::string bytes = file_bytes(dir / "tokenizer.model");
+  auto pieces = spread::read_sentencepiece_pieces(bytes, "m.model");
+  ASSERT_EQ(int64_t(pieces.size()), tokenizer->vocab_size());
+  EXPECT_EQ(pieces[0].piece, "<unk>");
+  EXPECT_EQ(pieces[0].type, 2);
+  EXPECT_EQ(pieces[size_t(tokenizer->bos_id())].piece, "<s>");
+  EXPECT_EQ(pieces[size_t(tokenizer->bos_id())].type, 3);
+  EXPECT_EQ(pieces[3].piece, "<0x00>");  // byte fallback pieces follow the reserved ones
+  EXPECT_EQ(pieces[3].type, 6);
+  // Each piece decodes to its own text (the id order of the file is the tokenizer's).
+  for (int32_t id = 259; id < 270; ++id) {
+    std::string text = pieces[size_t(id)].piece;
+    for (size_t at; (at = text.find("\xe2\x96\x81")) != std::string::npos;) text.replace(at, 3, " ");
+    EXPECT_EQ(tokenizer->decode({id}), text) << id;
+  }
+  EXPECT_THROW(spread::read_sentencepiece_pieces(bytes.substr(0, bytes.size() / 2), "m.model"), spread::UserError);
+  EXPECT_THROW(spread::read_sentencepiece_pieces("", "m.model"), spread::UserError);
   fs::remove_all(dir);
 }

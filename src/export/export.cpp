@@ -9,6 +9,7 @@
 
 #include "spread/data/tokenizer.h"
 #include "spread/export/hf_layout.h"
+#include "spread/export/hf_tokenizer.h"
 #include "spread/train/checkpoint.h"
 #include "spread/train/setup.h"
 #include "spread/train/trainer.h"
@@ -38,6 +39,20 @@ Checkpoint checkpoint_for(const std::string& run_dir, const std::optional<int64_
   if (auto bad = first_non_finite(ckpt))
     throw diverged_checkpoint_error(path, "tensor '" + *bad + "' holds NaN or Inf");
   return ckpt;
+}
+
+// Hugging Face's tokenizer files, where the kind has a tokenizer.json (export/hf_tokenizer.h).
+void add_hf_tokenizer_files(const std::string& run_dir, const Tokenizer& tokenizer, int64_t max_length,
+                            Files& files) {
+  auto tokenizer_json = hf_tokenizer_json(run_dir, tokenizer);
+  if (!tokenizer_json) return;
+  files["tokenizer.json"] = json_file(*tokenizer_json);
+  const auto config = hf_tokenizer_config(tokenizer, max_length);
+  files["tokenizer_config.json"] = json_file(config);
+  nlohmann::json special = nlohmann::json::object();
+  for (const auto& [key, value] : config.items())
+    if (key.size() > 6 && key.compare(key.size() - 6, 6, "_token") == 0) special[key] = value;
+  files["special_tokens_map.json"] = json_file(special);
 }
 
 void add_tokenizer_files(const std::string& run_dir, Files& files) {
@@ -145,6 +160,9 @@ ExportResult export_run(const ExportRequest& request) {
   }
   result.bytes = int64_t(files["model.safetensors"].size());
   add_tokenizer_files(request.run_dir, files);
+  const int64_t max_length = recipe.is_encoder_objective() && recipe.data.max_length > 0 ? recipe.data.max_length
+                                                                                         : cfg.block_size;
+  add_hf_tokenizer_files(request.run_dir, *tokenizer, max_length, files);
   files[kExportMarker] = json_file({{"layout", result.layout},
                                     {"run", fs::absolute(run).lexically_normal().string()},
                                     {"step", ckpt.step},

@@ -3,8 +3,9 @@
 //   causal LM   config.json + model.safetensors of GPT2LMHeadModel (AutoModelForCausalLM.from_pretrained(dir))
 //   encoder     config.json + model.safetensors of MegatronBertModel, around it a sentence-transformers folder
 //               (modules.json, config_sentence_transformers.json, sentence_bert_config.json, 1_Pooling/config.json)
-// and in both the run's tokenizer files (tokenizer.model or tokenizer.chars, spread's record as
-// spread_tokenizer.json) and spread_export.json (layout, run, step), which marks the folder as an export.
+// and in both the tokenizer: tokenizer.json, tokenizer_config.json and special_tokens_map.json where the kind has a
+// Hugging Face form (export/hf_tokenizer.h), the run's own files (tokenizer.model or tokenizer.chars, spread's
+// record as spread_tokenizer.json), and spread_export.json (layout, run, step), which marks the folder as an export.
 //
 // Promises: the same checkpoint gives byte-identical files; the folder appears whole or not at all (written under a
 // temporary name beside it, then renamed); an existing folder is replaced only when it is an earlier export, never
