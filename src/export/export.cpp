@@ -172,7 +172,8 @@ ExportResult export_run(const ExportRequest& request) {
 }
 
 bool is_hf_model_dir(const std::string& dir) {
-  return fs::exists(fs::path(dir) / "config.json") && fs::exists(fs::path(dir) / "model.safetensors");
+  const fs::path d = dir;
+  return fs::exists(d / "config.json") && fs::exists(d / "model.safetensors") && !fs::exists(d / "recipe.toml");
 }
 
 NamedTensors read_gpt2_weights(const std::string& dir, const TransformerConfig& cfg) {

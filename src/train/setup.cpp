@@ -81,7 +81,7 @@ RunData prepare_data(const Recipe& recipe, const std::string& run_dir,
 
 void copy_tokenizer_files(const Recipe& recipe, const std::string& run_dir) {
   const fs::path from = recipe.train.init_from;
-  if (!fs::exists(from / "recipe.toml") && is_hf_model_dir(from.string())) {
+  if (is_hf_model_dir(from.string())) {
     // A spread export keeps the run's record as spread_tokenizer.json (tokenizer.json is Hugging Face's name);
     // another GPT-2 folder brings none, and the run builds the recipe's tokenizer (its size must fit the model).
     if (!fs::exists(from / "spread_tokenizer.json")) return;

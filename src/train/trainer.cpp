@@ -208,7 +208,7 @@ void open_run(Run& run, TrainStart start, const std::function<void(const std::st
 // folder (a `spread export` of an LM, or any GPT-2 of this shape).
 void init_from_run(Run& run) {
   const std::string& from = run.recipe.train.init_from;
-  if (!fs::exists(fs::path(from) / "recipe.toml") && is_hf_model_dir(from)) {
+  if (is_hf_model_dir(from)) {
     load_model_weights(run.model, read_gpt2_weights(from, run.model->config()), from);
     say(fmt::format("init_from: model weights of the GPT-2 folder {}", from));
     return;

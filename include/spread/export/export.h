@@ -35,7 +35,8 @@ ExportResult export_run(const ExportRequest& request);
 
 inline constexpr const char* kExportMarker = "spread_export.json";
 
-// Whether `dir` holds a Hugging Face model folder (config.json and model.safetensors).
+// Whether `dir` holds a Hugging Face model folder (config.json and model.safetensors) and is not a run directory
+// (no recipe.toml): a run is always read as a run.
 bool is_hf_model_dir(const std::string& dir);
 
 // [train] init_from of such a folder: its GPT-2 weights as "model.<name>" tensors for load_model_weights, for a
