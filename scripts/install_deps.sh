@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages spread needs, only those missing. `--optional` adds chromium (report browser test).
+# Installs the Debian 12 packages spread needs, only those missing. `--optional` adds chromium (report browser test)
+# and nodejs + npm (the check of exported tokenizer.json files).
 set -euo pipefail
 
 required=(build-essential cmake pkg-config libtorch-dev libsentencepiece-dev libeigen3-dev libfmt-dev
           libcxxopts-dev libtomlplusplus-dev nlohmann-json3-dev zlib1g-dev libgtest-dev
-          libopenblas0-pthread libopenblas0-openmp libjemalloc-dev wordnet-base)
-optional=(chromium)
+          libopenblas0-pthread libopenblas0-openmp libjemalloc-dev wordnet-base
+          python3-torch python3-numpy)
+optional=(chromium nodejs npm)
 
 wanted=("${required[@]}")
 [[ "${1:-}" == "--optional" ]] && wanted+=("${optional[@]}")
@@ -28,5 +30,5 @@ done
 [[ ${#req_missing[@]} -gt 0 ]] && DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${req_missing[@]}"
 if [[ ${#opt_missing[@]} -gt 0 ]]; then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${opt_missing[@]}" ||
-    echo "note: optional packages not installed (${opt_missing[*]}); the browser check of the report will be skipped"
+    echo "note: optional packages not installed (${opt_missing[*]}); the checks that need them will be skipped"
 fi

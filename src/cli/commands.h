@@ -12,5 +12,6 @@ int cmd_diagnose(int argc, char** argv);
 int cmd_report(int argc, char** argv);
 int cmd_pool(int argc, char** argv);
 int cmd_calibrate(int argc, char** argv);
+int cmd_export(int argc, char** argv);
 
 }  // namespace spread::cli

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "spread/data/corpus.h"
+#include "spread/export/export.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 
@@ -81,6 +82,20 @@ RunData prepare_data(const Recipe& recipe, const std::string& run_dir,
 
 void copy_tokenizer_files(const Recipe& recipe, const std::string& run_dir) {
   const fs::path from = recipe.train.init_from;
+  if (is_hf_model_dir(from.string())) {
+    // A spread export keeps the run's record as spread_tokenizer.json (tokenizer.json is Hugging Face's name);
+    // another GPT-2 folder brings none, and the run builds the recipe's tokenizer (its size must fit the model).
+    if (!fs::exists(from / "spread_tokenizer.json")) return;
+    make_directories(run_dir);
+    const auto copy = [&](const char* name, const char* as) {
+      if (fs::exists(from / name))
+        fs::copy_file(from / name, fs::path(run_dir) / as, fs::copy_options::overwrite_existing);
+    };
+    copy("spread_tokenizer.json", "tokenizer.json");
+    copy("tokenizer.model", "tokenizer.model");
+    copy("tokenizer.chars", "tokenizer.chars");
+    return;
+  }
   if (!fs::exists(from / "tokenizer.json"))
     throw user_error(recipe.source, 0, "train.init_from", "'" + from.string() + "' holds no tokenizer.json",
                      "give the directory of a run trained with spread (<run.out_dir>/<run.name>)");

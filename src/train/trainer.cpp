@@ -13,6 +13,7 @@
 #include <fstream>
 #include <optional>
 
+#include "spread/export/export.h"
 #include "spread/log/metrics_log.h"
 #include "spread/log/progress.h"
 #include "spread/runtime/allocator.h"
@@ -203,15 +204,21 @@ void open_run(Run& run, TrainStart start, const std::function<void(const std::st
   else verify_run_files(run.dir, MissingTokenFiles::Refused);
 }
 
-// [train] init_from: the model weights (only) of another run's newest valid checkpoint.
+// [train] init_from: the model weights (only) of another run's newest valid checkpoint, or of a Hugging Face GPT-2
+// folder (a `spread export` of an LM, or any GPT-2 of this shape).
 void init_from_run(Run& run) {
   const std::string& from = run.recipe.train.init_from;
+  if (is_hf_model_dir(from)) {
+    load_model_weights(run.model, read_gpt2_weights(from, run.model->config()), from);
+    say(fmt::format("init_from: model weights of the GPT-2 folder {}", from));
+    return;
+  }
   std::vector<std::string> warnings;
   auto ckpt = load_latest_checkpoint(from, &warnings);
   for (const auto& w : warnings) say("warning: " + w);
   if (!ckpt)
     throw user_error(run.recipe.source, 0, "train.init_from", "'" + from + "' has no readable checkpoint",
-                     "point it at a run directory that has trained (spread train)");
+                     "point it at a run directory that has trained (spread train) or a GPT-2 export");
   try {
     load_model_weights(run.model, ckpt->tensors, from, MissingHead::KeepInitial);
   } catch (const UserError& e) {

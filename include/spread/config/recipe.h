@@ -47,7 +47,8 @@ struct ModelConfig {
 
 struct TrainConfig {
   std::string objective = "lm";  // lm | mlm | contrastive | maxsim
-  std::string init_from;         // a run directory whose newest checkpoint gives the initial model weights
+  std::string init_from;         // a run directory whose newest checkpoint gives the initial model weights, or a
+                                 // Hugging Face GPT-2 folder of the same shape (spread export; export/export.h)
   int64_t batch_size = 12;
   int64_t grad_accum = 1;
   int64_t max_steps = 2000;

@@ -28,7 +28,8 @@ struct RunData {
 RunData prepare_data(const Recipe& recipe, const std::string& run_dir, const std::function<void(const std::string&)>& log);
 
 // [train] init_from: copies the tokenizer files of that run into run_dir (a model is only as good as the ids it
-// was trained on). UserError naming train.init_from when that directory has no tokenizer.
+// was trained on). UserError naming train.init_from when that directory has no tokenizer. From a Hugging Face
+// GPT-2 folder: the tokenizer of a spread export (spread_tokenizer.json and its file), nothing from another one.
 void copy_tokenizer_files(const Recipe& recipe, const std::string& run_dir);
 
 // Whether the model's logits on a fixed sequence (ids 0, 1, 2, ... over one block) are all finite. Weights can be

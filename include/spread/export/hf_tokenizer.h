@@ -1,0 +1,40 @@
+#pragma once
+// tokenizer.json in Hugging Face tokenizers' format for a run's tokenizer, so that the exported folder tokenises
+// as spread does without spread:
+//   bpe (sentencepiece)  a BPE model over the sentencepiece pieces with byte fallback, its merges derived from the
+//                        pieces as transformers' SentencePieceExtractor does (every split of a piece into two
+//                        pieces, ranked by the merged piece's id, i.e. its score), the Replace(" " -> "\u2581")
+//                        normalizer that reproduces spread's settings (identity normalisation, no dummy prefix,
+//                        whitespace kept) and the Replace / ByteFallback / Fuse decoder
+//   char                 a BPE model without merges over the code points (one id per character)
+//   unigram              none yet: the JavaScript implementation used to check it has no byte fallback for
+//                        Unigram, so characters unseen in training could not be checked
+// Encoder runs list [PAD] [CLS] [SEP] [MASK] as special added tokens; texts are not wrapped in them (no post
+// processor). Sentencepiece's <unk> <s> </s> stay ordinary vocabulary entries: as in spread, text that spells
+// them is tokenised as text.
+#include <optional>
+#include <string>
+#include <vector>
+#include <nlohmann/json.hpp>
+
+#include "spread/data/tokenizer.h"
+
+namespace spread {
+
+struct SentencePieceEntry {
+  std::string piece;
+  float score = 0;
+  int type = 1;  // sentencepiece's ModelProto.SentencePiece.Type: 1 normal, 2 unknown, 3 control, 4 user, 6 byte
+};
+
+// The pieces of a sentencepiece .model (a ModelProto: field 1 = repeated SentencePiece {1 piece, 2 score,
+// 3 type}), read from the protobuf wire format. UserError naming `source` for a malformed file.
+std::vector<SentencePieceEntry> read_sentencepiece_pieces(const std::string& model_bytes, const std::string& source);
+
+// tokenizer.json for the tokenizer saved in run_dir, or nullopt for a kind that has none yet (unigram).
+std::optional<nlohmann::json> hf_tokenizer_json(const std::string& run_dir, const Tokenizer& tokenizer);
+
+// tokenizer_config.json (PreTrainedTokenizerFast and its special tokens).
+nlohmann::json hf_tokenizer_config(const Tokenizer& tokenizer, int64_t max_length);
+
+}  // namespace spread

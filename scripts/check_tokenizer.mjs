@@ -1,0 +1,32 @@
+// Independent check of an exported tokenizer.json: @huggingface/tokenizers (pure JavaScript, from npm) loads it and
+// must give spread's ids on every line, and decode them back to the line.
+//
+//   node check_tokenizer.mjs PACKAGE_DIR EXPORT_DIR LINES.txt IDS.jsonl
+//
+// PACKAGE_DIR: the installed package (node_modules/@huggingface/tokenizers). LINES.txt: one text per line.
+// IDS.jsonl: spread's ids of each line as a JSON array per line. Exit 0 when everything matches, 1 otherwise.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const [pkg, dir, linesFile, idsFile] = process.argv.slice(2);
+const { Tokenizer } = await import(pathToFileURL(join(pkg, "dist", "tokenizers.mjs")).href);
+const tokenizer = new Tokenizer(JSON.parse(readFileSync(join(dir, "tokenizer.json"), "utf8")),
+                                JSON.parse(readFileSync(join(dir, "tokenizer_config.json"), "utf8")));
+const lines = readFileSync(linesFile, "utf8").split("\n");
+const expected = readFileSync(idsFile, "utf8").split("\n").filter((l) => l.length > 0).map((l) => JSON.parse(l));
+let idMismatches = 0, decodeMismatches = 0;
+for (let i = 0; i < expected.length; ++i) {
+  const ids = tokenizer.encode(lines[i], { add_special_tokens: false }).ids;
+  if (JSON.stringify(ids) !== JSON.stringify(expected[i])) {
+    if (idMismatches++ < 3)
+      console.log(`line ${i + 1}: ids ${JSON.stringify(ids)} != spread's ${JSON.stringify(expected[i])}`);
+  }
+  // (the package refuses to decode an empty list)
+  const text = expected[i].length === 0 ? "" : tokenizer.decode(expected[i], { skip_special_tokens: false });
+  if (text !== lines[i]) {
+    if (decodeMismatches++ < 3) console.log(`line ${i + 1}: decodes to ${JSON.stringify(text)}`);
+  }
+}
+console.log(`${expected.length} lines: ${idMismatches} id mismatches, ${decodeMismatches} decode mismatches`);
+process.exit(idMismatches === 0 && decodeMismatches === 0 ? 0 : 1);

@@ -1,0 +1,46 @@
+// spread export --run RUN_DIR --out DIR [--step N]: the run as a Hugging Face / sentence-transformers folder.
+#include <cxxopts.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdint>
+
+#include "commands.h"
+#include "options.h"
+#include "spread/export/export.h"
+#include "spread/util/error.h"
+
+namespace spread::cli {
+
+int cmd_export(int argc, char** argv) {
+  cxxopts::Options options("spread export",
+                           "Write a run's checkpoint in the layouts Python loads: a causal LM as Hugging Face GPT-2 "
+                           "(config.json + model.safetensors), an encoder as MegatronBert inside a "
+                           "sentence-transformers folder.");
+  options.add_options()
+      ("run", "run directory", cxxopts::value<std::string>(), "RUN_DIR")
+      ("out", "folder to write (new, empty, or an earlier export, which is replaced)", cxxopts::value<std::string>(),
+       "DIR")
+      ("step", "the checkpoint of this step (default: the newest intact one)", cxxopts::value<int64_t>(), "N")
+      ("h,help", "show this help");
+  auto args = parse_arguments(options, argc, argv);
+  if (args.count("help")) {
+    fmt::print("{}\n", options.help());
+    return 0;
+  }
+  if (!args.count("run") || !args.count("out"))
+    throw UserError("give --run RUN_DIR --out DIR (see `spread export --help`)");
+  ExportRequest request;
+  request.run_dir = args["run"].as<std::string>();
+  request.out_dir = args["out"].as<std::string>();
+  if (request.out_dir.empty()) throw UserError("--out: give a folder name");
+  if (args.count("step")) request.step = int_option(args, "step", 0, 99'999'999);  // step_XXXXXXXX.ckpt
+  const auto start = std::chrono::steady_clock::now();
+  const ExportResult r = export_run(request);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print("exported step {} as {} to {} ({:.1f} MB of weights, {:.2f} s)\n", r.step, r.layout, request.out_dir,
+             double(r.bytes) / 1e6, seconds);
+  return 0;
+}
+
+}  // namespace spread::cli

@@ -1,0 +1,200 @@
+#include "spread/export/export.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+
+#include "spread/data/tokenizer.h"
+#include "spread/export/hf_layout.h"
+#include "spread/export/hf_tokenizer.h"
+#include "spread/train/checkpoint.h"
+#include "spread/train/setup.h"
+#include "spread/train/trainer.h"
+#include "spread/util/error.h"
+#include "spread/util/file.h"
+
+namespace fs = std::filesystem;
+
+namespace spread {
+namespace {
+
+using Files = std::map<std::string, std::string>;  // path inside the folder -> bytes
+
+std::string json_file(const nlohmann::json& j) { return j.dump(2) + "\n"; }
+
+Checkpoint checkpoint_for(const std::string& run_dir, const std::optional<int64_t>& step) {
+  if (!step) return checkpoint_to_use(run_dir, [](const std::string& w) { fmt::print(stderr, "warning: {}\n", w); });
+  const std::string path = (fs::path(run_dir) / "ckpt" / fmt::format("step_{:08d}.ckpt", *step)).string();
+  if (!fs::exists(path)) {
+    std::vector<std::string> steps;
+    for (const auto& f : list_checkpoints(run_dir)) steps.push_back(fs::path(f).stem().string().substr(5));
+    throw user_error(run_dir, 0, "", fmt::format("no checkpoint of step {}", *step),
+                     steps.empty() ? "the run has no checkpoint yet"
+                                   : "its checkpoints: steps " + fmt::format("{}", fmt::join(steps, ", ")));
+  }
+  Checkpoint ckpt = read_checkpoint(path);
+  if (auto bad = first_non_finite(ckpt))
+    throw diverged_checkpoint_error(path, "tensor '" + *bad + "' holds NaN or Inf");
+  return ckpt;
+}
+
+// Hugging Face's tokenizer files, where the kind has a tokenizer.json (export/hf_tokenizer.h).
+void add_hf_tokenizer_files(const std::string& run_dir, const Tokenizer& tokenizer, int64_t max_length,
+                            Files& files) {
+  auto tokenizer_json = hf_tokenizer_json(run_dir, tokenizer);
+  if (!tokenizer_json) return;
+  files["tokenizer.json"] = json_file(*tokenizer_json);
+  const auto config = hf_tokenizer_config(tokenizer, max_length);
+  files["tokenizer_config.json"] = json_file(config);
+  nlohmann::json special = nlohmann::json::object();
+  for (const auto& [key, value] : config.items())
+    if (key.size() > 6 && key.compare(key.size() - 6, 6, "_token") == 0) special[key] = value;
+  files["special_tokens_map.json"] = json_file(special);
+}
+
+void add_tokenizer_files(const std::string& run_dir, Files& files) {
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"tokenizer.model", "tokenizer.model"}, {"tokenizer.chars", "tokenizer.chars"},
+           {"tokenizer.json", "spread_tokenizer.json"}}) {
+    const auto path = (fs::path(run_dir) / from).string();
+    if (!fs::exists(path)) continue;
+    auto bytes = read_whole_file(path);
+    if (!bytes) throw user_error(path, 0, "", "cannot read the run's tokenizer file");
+    files[to] = *bytes;
+  }
+}
+
+nlohmann::json pooling_config(const std::string& pooling, int64_t width) {
+  return {{"word_embedding_dimension", width},
+          {"pooling_mode_cls_token", pooling == "cls"},
+          {"pooling_mode_mean_tokens", pooling == "mean"},
+          {"pooling_mode_max_tokens", false},
+          {"pooling_mode_mean_sqrt_len_tokens", false},
+          {"pooling_mode_weightedmean_tokens", false},
+          {"pooling_mode_lasttoken", pooling == "last"},
+          {"include_prompt", true}};
+}
+
+// The sentence-transformers files around the MegatronBert model (names from SentenceTransformer.save()).
+void add_sentence_transformers_files(const Recipe& recipe, const TransformerConfig& cfg, Files& files) {
+  files["modules.json"] = json_file(nlohmann::json::array(
+      {{{"idx", 0}, {"name", "0"}, {"path", ""}, {"type", "sentence_transformers.models.Transformer"}},
+       {{"idx", 1}, {"name", "1"}, {"path", "1_Pooling"}, {"type", "sentence_transformers.models.Pooling"}}}));
+  files["config_sentence_transformers.json"] = json_file(
+      {{"model_type", "SentenceTransformer"}, {"prompts", nlohmann::json::object()},
+       {"default_prompt_name", nullptr}, {"similarity_fn_name", "cosine"}});
+  const int64_t max_length = recipe.data.max_length > 0 ? recipe.data.max_length : cfg.block_size;
+  files["sentence_bert_config.json"] = json_file({{"max_seq_length", max_length}, {"do_lower_case", false}});
+  files["1_Pooling/config.json"] = json_file(pooling_config(recipe.loss.contrastive.pooling, cfg.n_embd));
+}
+
+bool contains(const fs::path& outer, const fs::path& inner) {
+  auto o = fs::weakly_canonical(outer), i = fs::weakly_canonical(inner);
+  auto [end, _] = std::mismatch(o.begin(), o.end(), i.begin(), i.end());
+  return end == o.end();
+}
+
+// Refuses an output folder that is a file, contains the run, or holds anything but an earlier export.
+void check_out_dir(const fs::path& out, const fs::path& run) {
+  if (contains(out, run))
+    throw user_error(out.string(), 0, "--out", "is (or contains) the run directory itself",
+                     "choose a new folder for the export, e.g. " + (out / "hf").string());
+  if (!fs::exists(out)) return;
+  if (!fs::is_directory(out))
+    throw user_error(out.string(), 0, "--out", "is a file", "choose a new or empty folder for the export");
+  if (fs::is_empty(out) || fs::exists(out / kExportMarker)) return;
+  throw user_error(out.string(), 0, "--out", "exists and holds files that are not an earlier spread export",
+                   "choose a new or empty folder (an earlier export is replaced, nothing else is)");
+}
+
+// Writes every file under a temporary folder beside `out`, then puts it in out's place.
+void write_folder(const Files& files, const fs::path& out) {
+  const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  const fs::path tmp = parent / fmt::format(".{}.tmp-{}", out.filename().string(), ::getpid());
+  const fs::path old = parent / fmt::format(".{}.old-{}", out.filename().string(), ::getpid());
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  for (const auto& [name, bytes] : files) {
+    make_directories((tmp / name).parent_path().string());
+    write_file_atomic((tmp / name).string(), bytes);
+  }
+  const bool replace = fs::exists(out);
+  if (replace) rename_file(out.string(), old.string());
+  rename_file(tmp.string(), out.string());
+  if (replace) fs::remove_all(old, ec);
+}
+
+}  // namespace
+
+ExportResult export_run(const ExportRequest& request) {
+  const fs::path run = request.run_dir;
+  fs::path out = fs::absolute(request.out_dir).lexically_normal();
+  if (!out.has_filename()) out = out.parent_path();  // "hf/": the folder hf, not an entry inside it
+  const Recipe recipe = recipe_of_run(request.run_dir);
+  check_out_dir(out, run);
+  auto tokenizer = load_tokenizer(request.run_dir);
+  const Checkpoint ckpt = checkpoint_for(request.run_dir, request.step);
+  const TransformerConfig cfg = model_config(recipe, tokenizer->vocab_size());
+  Transformer model(cfg);
+  load_model_weights(model, ckpt.tensors, ckpt.path);
+  const NamedTensors params = spread_parameters(model);
+
+  ExportResult result;
+  result.step = ckpt.step;
+  Files files;
+  if (!recipe.is_encoder_objective()) {
+    if (!cfg.causal)
+      throw user_error(recipe.source, 0, "model.causal", "an LM run with a bidirectional model has no HF layout",
+                       "export LM runs trained with causal = true");
+    result.layout = "gpt2";
+    files["config.json"] = json_file(gpt2_config(cfg, tokenizer->bos_id(), tokenizer->eos_id()));
+    files["model.safetensors"] = safetensors_bytes(gpt2_tensors(params, cfg));
+  } else {
+    result.layout = "megatron-bert";
+    files["config.json"] = json_file(megatron_bert_config(cfg, tokenizer->special_ids().pad));
+    files["model.safetensors"] = safetensors_bytes(megatron_bert_tensors(params, cfg));
+    add_sentence_transformers_files(recipe, cfg, files);
+  }
+  result.bytes = int64_t(files["model.safetensors"].size());
+  add_tokenizer_files(request.run_dir, files);
+  const int64_t max_length = recipe.is_encoder_objective() && recipe.data.max_length > 0 ? recipe.data.max_length
+                                                                                         : cfg.block_size;
+  add_hf_tokenizer_files(request.run_dir, *tokenizer, max_length, files);
+  files[kExportMarker] = json_file({{"layout", result.layout},
+                                    {"run", fs::absolute(run).lexically_normal().string()},
+                                    {"step", ckpt.step},
+                                    {"objective", recipe.train.objective}});
+  write_folder(files, out);
+  return result;
+}
+
+bool is_hf_model_dir(const std::string& dir) {
+  const fs::path d = dir;
+  return fs::exists(d / "config.json") && fs::exists(d / "model.safetensors") && !fs::exists(d / "recipe.toml");
+}
+
+NamedTensors read_gpt2_weights(const std::string& dir, const TransformerConfig& cfg) {
+  const std::string config_path = (fs::path(dir) / "config.json").string();
+  auto text = read_whole_file(config_path);
+  if (!text) throw user_error(config_path, 0, "", "cannot read the file");
+  const auto config = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded() || !config.is_object())
+    throw user_error(config_path, 0, "", "is not a JSON object", "give a Hugging Face model folder");
+  if (config.value("model_type", std::string()) != "gpt2")
+    throw user_error(config_path, 0, "model_type", "is " + config.value("model_type", std::string("missing")) +
+                                                       "; init_from loads GPT-2 folders only",
+                     "export a causal LM run (spread export) or give a GPT-2 model folder");
+  for (const auto& [key, want] : std::vector<std::pair<std::string, int64_t>>{
+           {"n_layer", cfg.n_layer}, {"n_head", cfg.n_head}, {"n_embd", cfg.n_embd}, {"vocab_size", cfg.vocab_size}})
+    if (!config.contains(key) || !config[key].is_number_integer() || config[key].get<int64_t>() != want)
+      throw user_error(config_path, 0, key, fmt::format("is {} but this model has {}",
+                                                        config.contains(key) ? config[key].dump() : "missing", want),
+                       "use the same [model] shape (and tokenizer) as the exported model");
+  const std::string weights = (fs::path(dir) / "model.safetensors").string();
+  return spread_tensors_from_gpt2(read_safetensors(weights), cfg, weights);
+}
+
+}  // namespace spread

@@ -1,0 +1,220 @@
+#include "spread/export/hf_tokenizer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <tuple>
+
+#include "spread/data/special_tokens.h"
+#include "spread/util/error.h"
+#include "spread/util/file.h"
+
+namespace fs = std::filesystem;
+
+namespace spread {
+namespace {
+
+// Protobuf wire format: a key varint (field << 3 | wire type), then a varint (0), 8 bytes (1), a length-delimited
+// run (2) or 4 bytes (5).
+class WireReader {
+ public:
+  WireReader(const char* data, size_t size, const std::string& source) : p_(data), end_(data + size), source_(source) {}
+  bool done() const { return p_ >= end_; }
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      need(1);
+      const uint8_t b = uint8_t(*p_++);
+      v |= uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    throw bad("a varint longer than 10 bytes");
+  }
+  std::string bytes() {
+    const uint64_t n = varint();
+    need(n);
+    std::string s(p_, size_t(n));
+    p_ += n;
+    return s;
+  }
+  float fixed32_float() {
+    need(4);
+    float f;
+    std::memcpy(&f, p_, 4);
+    p_ += 4;
+    return f;
+  }
+  void skip(int wire_type) {
+    if (wire_type == 0) varint();
+    else if (wire_type == 1) advance(8);
+    else if (wire_type == 2) bytes();
+    else if (wire_type == 5) advance(4);
+    else throw bad(fmt::format("unknown wire type {}", wire_type));
+  }
+
+ private:
+  void need(uint64_t n) const {
+    if (uint64_t(end_ - p_) < n) throw bad("truncated");
+  }
+  void advance(uint64_t n) {
+    need(n);
+    p_ += n;
+  }
+  UserError bad(const std::string& what) const {
+    return user_error(source_, 0, "", "not a sentencepiece model: " + what, "copy the run's tokenizer.model again");
+  }
+  const char* p_;
+  const char* end_;
+  std::string source_;
+};
+
+SentencePieceEntry read_piece(const std::string& message, const std::string& source) {
+  WireReader r(message.data(), message.size(), source);
+  SentencePieceEntry e;
+  while (!r.done()) {
+    const uint64_t key = r.varint();
+    const int field = int(key >> 3), wire = int(key & 7);
+    if (field == 1 && wire == 2) e.piece = r.bytes();
+    else if (field == 2 && wire == 5) e.score = r.fixed32_float();
+    else if (field == 3 && wire == 0) e.type = int(r.varint());
+    else r.skip(wire);
+  }
+  return e;
+}
+
+// Byte offsets where a UTF-8 piece may be split (code point boundaries inside it).
+std::vector<size_t> split_points(const std::string& s) {
+  std::vector<size_t> out;
+  for (size_t i = 1; i < s.size(); ++i)
+    if ((uint8_t(s[i]) & 0xc0) != 0x80) out.push_back(i);
+  return out;
+}
+
+// transformers' SentencePieceExtractor: (left, right) for every normal piece that splits into two pieces, ranked by
+// the merged piece's id (sentencepiece BPE merges the pair whose piece scores highest, and scores fall with the
+// id), then by the halves' ids.
+nlohmann::json bpe_merges(const std::vector<SentencePieceEntry>& pieces, const std::map<std::string, int64_t>& ids) {
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> merges;
+  for (size_t id = 0; id < pieces.size(); ++id) {
+    if (pieces[id].type != 1) continue;
+    const std::string& p = pieces[id].piece;
+    for (size_t at : split_points(p)) {
+      auto l = ids.find(p.substr(0, at)), r = ids.find(p.substr(at));
+      if (l != ids.end() && r != ids.end()) merges.emplace_back(int64_t(id), l->second, r->second);
+    }
+  }
+  std::sort(merges.begin(), merges.end());
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [merged, l, r] : merges) out.push_back({pieces[size_t(l)].piece, pieces[size_t(r)].piece});
+  return out;
+}
+
+nlohmann::json added_special_tokens(const Tokenizer& tokenizer) {
+  nlohmann::json out = nlohmann::json::array();
+  const SpecialIds s = tokenizer.special_ids();
+  if (!s.present()) return out;
+  const int32_t ids[] = {s.pad, s.cls, s.sep, s.mask};
+  for (size_t i = 0; i < kSpecialTokenNames.size(); ++i)
+    out.push_back({{"id", ids[i]}, {"content", kSpecialTokenNames[i]}, {"single_word", false}, {"lstrip", false},
+                   {"rstrip", false}, {"normalized", false}, {"special", true}});
+  return out;
+}
+
+nlohmann::json bpe_model(const nlohmann::json& vocab, const nlohmann::json& merges, bool byte_fallback) {
+  return {{"type", "BPE"},
+          {"dropout", nullptr},
+          {"unk_token", byte_fallback ? nlohmann::json("<unk>") : nlohmann::json(nullptr)},
+          {"continuing_subword_prefix", nullptr},
+          {"end_of_word_suffix", nullptr},
+          {"fuse_unk", byte_fallback},
+          {"byte_fallback", byte_fallback},
+          {"ignore_merges", false},
+          {"vocab", vocab},
+          {"merges", merges}};
+}
+
+nlohmann::json tokenizer_file(const nlohmann::json& added, const nlohmann::json& normalizer,
+                              const nlohmann::json& decoder, const nlohmann::json& model) {
+  return {{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}, {"added_tokens", added},
+          {"normalizer", normalizer}, {"pre_tokenizer", nullptr}, {"post_processor", nullptr},
+          {"decoder", decoder}, {"model", model}};
+}
+
+int64_t base_vocab_size(const Tokenizer& tokenizer) {
+  return tokenizer.vocab_size() - (tokenizer.special_ids().present() ? int64_t(kSpecialTokenNames.size()) : 0);
+}
+
+nlohmann::json sentencepiece_bpe_json(const std::string& run_dir, const Tokenizer& tokenizer) {
+  const std::string path = (fs::path(run_dir) / "tokenizer.model").string();
+  auto bytes = read_whole_file(path);
+  if (!bytes) throw user_error(path, 0, "", "cannot read the run's sentencepiece model");
+  const auto pieces = read_sentencepiece_pieces(*bytes, path);
+  if (int64_t(pieces.size()) != base_vocab_size(tokenizer))
+    throw user_error(path, 0, "", fmt::format("holds {} pieces but the run's tokenizer has {} ids", pieces.size(),
+                                              base_vocab_size(tokenizer)));
+  std::map<std::string, int64_t> ids;
+  nlohmann::json vocab = nlohmann::json::object();
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    ids.emplace(pieces[i].piece, int64_t(i));
+    vocab[pieces[i].piece] = int64_t(i);
+  }
+  const nlohmann::json normalizer = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}};
+  const nlohmann::json decoder = {
+      {"type", "Sequence"},
+      {"decoders", {{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
+                    {{"type", "ByteFallback"}},
+                    {{"type", "Fuse"}}}}};
+  return tokenizer_file(added_special_tokens(tokenizer), normalizer, decoder,
+                        bpe_model(vocab, bpe_merges(pieces, ids), /*byte_fallback=*/true));
+}
+
+nlohmann::json char_json(const Tokenizer& tokenizer) {
+  nlohmann::json vocab = nlohmann::json::object();
+  for (int32_t id = 0; id < int32_t(base_vocab_size(tokenizer)); ++id) vocab[tokenizer.decode({id})] = id;
+  return tokenizer_file(added_special_tokens(tokenizer), nullptr, {{"type", "Fuse"}},
+                        bpe_model(vocab, nlohmann::json::array(), /*byte_fallback=*/false));
+}
+
+}  // namespace
+
+std::vector<SentencePieceEntry> read_sentencepiece_pieces(const std::string& model_bytes, const std::string& source) {
+  WireReader r(model_bytes.data(), model_bytes.size(), source);
+  std::vector<SentencePieceEntry> pieces;
+  while (!r.done()) {
+    const uint64_t key = r.varint();
+    if ((key >> 3) == 1 && (key & 7) == 2) pieces.push_back(read_piece(r.bytes(), source));
+    else r.skip(int(key & 7));
+  }
+  if (pieces.empty())
+    throw user_error(source, 0, "", "not a sentencepiece model: no pieces", "copy the run's tokenizer.model again");
+  return pieces;
+}
+
+std::optional<nlohmann::json> hf_tokenizer_json(const std::string& run_dir, const Tokenizer& tokenizer) {
+  if (tokenizer.kind() == "char") return char_json(tokenizer);
+  if (tokenizer.kind() == "bpe") return sentencepiece_bpe_json(run_dir, tokenizer);
+  return std::nullopt;
+}
+
+nlohmann::json hf_tokenizer_config(const Tokenizer& tokenizer, int64_t max_length) {
+  nlohmann::json c = {{"tokenizer_class", "PreTrainedTokenizerFast"},
+                      {"model_max_length", max_length},
+                      {"clean_up_tokenization_spaces", false}};
+  if (tokenizer.kind() != "char") {
+    c["unk_token"] = "<unk>";
+    if (tokenizer.bos_id() >= 0) c["bos_token"] = "<s>";
+    if (tokenizer.eos_id() >= 0) c["eos_token"] = "</s>";
+  }
+  if (tokenizer.special_ids().present()) {
+    c["pad_token"] = "[PAD]";
+    c["cls_token"] = "[CLS]";
+    c["sep_token"] = "[SEP]";
+    c["mask_token"] = "[MASK]";
+  }
+  return c;
+}
+
+}  // namespace spread

@@ -1,0 +1,463 @@
+// spread export: the safetensors unit against a file written byte by byte from the specification, rejection of
+// damaged files, the GPT-2 / MegatronBert name maps, the CLI's promises (byte-identical, refusals with exit 2),
+// init_from of an export, and an independent forward pass (scripts/check_export.py, from HF's modeling code).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "cli_run.h"
+#include "spread/config/recipe.h"
+#include "spread/data/tokenizer.h"
+#include "spread/data/npy.h"
+#include "spread/eval/embed.h"
+#include "spread/export/export.h"
+#include "spread/export/hf_layout.h"
+#include "spread/export/hf_tokenizer.h"
+#include "spread/export/safetensors.h"
+#include "spread/train/checkpoint.h"
+#include "spread/train/run.h"
+#include "spread/train/setup.h"
+#include "spread/train/trainer.h"
+#include "spread/util/error.h"
+
+namespace fs = std::filesystem;
+using spread::testing::fresh_temp_dir;
+using spread::testing::run_spread;
+
+namespace {
+
+// {"a": float32 [1, -2]} as the specification lays it out: u64 LE header length 88, the sorted JSON header padded
+// with 3 spaces to a multiple of 8, then 1.0f and -2.0f little-endian.
+std::string hand_built_file() {
+  const std::string header = R"({"__metadata__":{"format":"pt"},"a":{"data_offsets":[0,8],"dtype":"F32","shape":[2]}})";
+  std::string bytes("\x58\x00\x00\x00\x00\x00\x00\x00", 8);
+  bytes += header + "   ";
+  bytes += std::string("\x00\x00\x80\x3f\x00\x00\x00\xc0", 8);
+  return bytes;
+}
+
+std::string file_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void expect_rejected(const std::string& bytes, const std::string& fragment) {
+  try {
+    spread::parse_safetensors(bytes, "bad.safetensors");
+    FAIL() << "accepted a file that should fail with '" << fragment << "'";
+  } catch (const spread::UserError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("bad.safetensors"), std::string::npos) << m;
+    EXPECT_NE(m.find(fragment), std::string::npos) << m;
+  }
+}
+
+// A file with header `json` (padded) and `data_bytes` zero bytes of data.
+std::string file_with_header(std::string json, size_t data_bytes) {
+  json.append((8 - json.size() % 8) % 8, ' ');
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[size_t(i)] = char((uint64_t(json.size()) >> (8 * i)) & 0xff);
+  return out + json + std::string(data_bytes, '\0');
+}
+
+spread::TransformerConfig tiny_config(bool causal, bool bias) {
+  spread::TransformerConfig c;
+  c.vocab_size = 11;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 8;
+  c.block_size = 6;
+  c.causal = causal;
+  c.bias = bias;
+  return c;
+}
+
+std::string corpus(const fs::path& dir) {
+  auto path = dir / "text.txt";
+  std::ofstream out(path);
+  for (int i = 0; i < 300; ++i) out << "the quick brown fox " << i << " jumps over the lazy dog\n";
+  return path.string();
+}
+
+// A small run trained for a few steps (char tokenizer, so that it builds fast).
+std::string train_run(const fs::path& dir, const std::string& name, std::vector<std::string> extra) {
+  std::vector<std::string> o = {"run.name=" + name, "run.out_dir=" + dir.string(), "tokenizer.kind=char",
+                                "data.source=text", "data.path=" + corpus(dir), "model.n_layer=2",
+                                "model.n_head=2", "model.n_embd=16", "model.block_size=16", "train.batch_size=4",
+                                "train.max_steps=3", "train.warmup_steps=1", "train.eval_every=100",
+                                "train.ckpt_every=100", "train.log_every=100"};
+  o.insert(o.end(), extra.begin(), extra.end());
+  auto recipe = spread::parse_recipe("", "test.toml", o);
+  EXPECT_EQ(spread::train(recipe, spread::TrainStart::Fresh), 0);
+  return recipe.run_dir();
+}
+
+// Trained for three steps from N(0, 0.02), a model is nearly linear and its biases nearly zero, so that a check of
+// its outputs would miss a tanh GELU or a bias put in the wrong place. This adds a checkpoint one step later whose
+// every weight is drawn at a scale where all of them matter (seeded, so each run of the test sees the same).
+void randomize_latest_checkpoint(const std::string& run_dir) {
+  auto ckpt = spread::checkpoint_to_use(run_dir, [](const std::string&) {});
+  torch::manual_seed(7);
+  for (auto& [name, t] : ckpt.tensors) {
+    if (name.rfind("model.", 0) != 0) continue;
+    const bool norm_gain = name.find("ln") != std::string::npos && name.find("weight") != std::string::npos;
+    t = (norm_gain ? 1.0 : 0.0) + 0.3 * torch::randn_like(t);
+  }
+  ckpt.step += 1;
+  ckpt.meta["step"] = ckpt.step;
+  spread::save_checkpoint(run_dir, ckpt, 10);
+}
+
+// [B, T] token ids as a float64 .npy (exact for ids), -1 = padding, as scripts/check_export.py reads them.
+void write_ids(const fs::path& path, const torch::Tensor& ids) {
+  auto d = ids.to(torch::kDouble).contiguous();
+  Eigen::MatrixXd m = Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+      d.data_ptr<double>(), d.size(0), d.size(1));
+  spread::write_npy_matrix(path.string(), m);
+}
+
+// scripts/check_export.py with the system's Python (python3-torch, python3-numpy: scripts/install_deps.sh).
+int run_python_check(const fs::path& export_dir, const fs::path& ids, const fs::path& expect) {
+  const std::string script = std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts/check_export.py";
+  const std::string cmd = "/usr/bin/python3 " + script + " --export " + export_dir.string() + " --ids " +
+                          ids.string() + " --expect " + expect.string();
+  return std::system(cmd.c_str());
+}
+
+}  // namespace
+
+TEST(Safetensors, ReadsAFileWrittenByteByByteFromTheSpecification) {
+  auto t = spread::parse_safetensors(hand_built_file(), "hand.safetensors");
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_TRUE(torch::equal(t.at("a"), torch::tensor({1.0f, -2.0f})));
+}
+
+TEST(Safetensors, WritesExactlyTheSpecificationsBytes) {
+  EXPECT_EQ(spread::safetensors_bytes({{"a", torch::tensor({1.0f, -2.0f})}}), hand_built_file());
+}
+
+TEST(Safetensors, RoundTripKeepsNamesDtypesShapesAndValues) {
+  spread::NamedTensors in = {{"w", torch::randn({3, 4})},
+                             {"d", torch::randn({2, 2, 2}, torch::kFloat64)},
+                             {"h", torch::randn({5}).to(torch::kFloat16)},
+                             {"i", torch::arange(7, torch::kLong)},
+                             {"scalar", torch::tensor(3.5f)},
+                             {"empty", torch::zeros({0, 3})},
+                             {"flag", torch::tensor({true, false})},
+                             {"strided", torch::randn({4, 3}).t()}};  // not contiguous: written row-major
+  auto out = spread::parse_safetensors(spread::safetensors_bytes(in), "x");
+  ASSERT_EQ(out.size(), in.size());
+  for (const auto& [name, t] : in) {
+    ASSERT_TRUE(out.count(name)) << name;
+    EXPECT_EQ(out.at(name).scalar_type(), t.scalar_type()) << name;
+    EXPECT_TRUE(out.at(name).sizes().equals(t.sizes())) << name;
+    EXPECT_TRUE(torch::equal(out.at(name), t)) << name;
+  }
+  auto dir = fresh_temp_dir("safetensors_file");
+  spread::write_safetensors((dir / "m.safetensors").string(), in);
+  EXPECT_TRUE(torch::equal(spread::read_safetensors((dir / "m.safetensors").string()).at("w"), in.at("w")));
+  fs::remove_all(dir);
+}
+
+TEST(Safetensors, RejectsDamagedFilesNamingTheFile) {
+  const std::string good = hand_built_file();
+  expect_rejected(good.substr(0, 5), "8-byte");
+  expect_rejected(std::string("\xff\xff\x00\x00\x00\x00\x00\x00", 8) + good.substr(8), "header length");
+  expect_rejected(file_with_header("not json", 0), "JSON");
+  expect_rejected(file_with_header("[1,2]", 0), "JSON object");
+  expect_rejected(good.substr(0, good.size() - 1), "cover");  // truncated data
+  expect_rejected(good + "xxxx", "cover");                    // bytes no tensor owns
+  expect_rejected(file_with_header(R"({"a":{"dtype":"F33","shape":[2],"data_offsets":[0,8]}})", 8), "dtype");
+  expect_rejected(file_with_header(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8), "need 12");
+  expect_rejected(file_with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8), "BEGIN");
+  expect_rejected(file_with_header(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8), "shape");
+  expect_rejected(file_with_header(R"({"a":{"dtype":"F32","shape":[2]}})", 8), "data_offsets");
+  expect_rejected(file_with_header(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8), "hole");
+  expect_rejected(file_with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                   R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8), "overlap");
+}
+
+TEST(ExportLayout, Gpt2NamesTransposeConv1DAndMapBack) {
+  auto cfg = tiny_config(/*causal=*/true, /*bias=*/true);
+  torch::manual_seed(1);
+  spread::Transformer model(cfg);
+  auto params = spread::spread_parameters(model);
+  auto hf = spread::gpt2_tensors(params, cfg);
+  EXPECT_EQ(hf.size(), 4u + 12u * size_t(cfg.n_layer));
+  EXPECT_FALSE(hf.count("lm_head.weight"));  // tied
+  // Conv1D keeps [in, out]: c_attn is [C, 3C] and equals the fused projection transposed.
+  EXPECT_TRUE(hf.at("transformer.h.1.attn.c_attn.weight").sizes().equals({8, 24}));
+  EXPECT_TRUE(torch::equal(hf.at("transformer.h.1.attn.c_attn.weight"), params.at("blocks.1.attn.qkv.weight").t()));
+  EXPECT_TRUE(torch::equal(hf.at("transformer.h.0.mlp.c_proj.weight"), params.at("blocks.0.mlp.proj.weight").t()));
+  EXPECT_TRUE(torch::equal(hf.at("transformer.h.0.ln_2.bias"), params.at("blocks.0.ln2.bias")));
+  auto back = spread::spread_tensors_from_gpt2(hf, cfg, "x");
+  EXPECT_EQ(back.size(), params.size());
+  for (const auto& [name, t] : params) EXPECT_TRUE(torch::equal(back.at("model." + name), t)) << name;
+}
+
+TEST(ExportLayout, Gpt2WithoutBiasesGetsZeroBiasesAndRefusesNonZeroOnes) {
+  auto cfg = tiny_config(true, /*bias=*/false);
+  spread::Transformer model(cfg);
+  auto hf = spread::gpt2_tensors(spread::spread_parameters(model), cfg);
+  EXPECT_TRUE(torch::equal(hf.at("transformer.h.0.attn.c_attn.bias"), torch::zeros({24})));
+  EXPECT_TRUE(torch::equal(hf.at("transformer.h.1.mlp.c_fc.bias"), torch::zeros({32})));
+  EXPECT_NO_THROW(spread::spread_tensors_from_gpt2(hf, cfg, "x"));
+  hf.at("transformer.h.1.mlp.c_fc.bias")[0] = 1.0f;
+  EXPECT_THROW(spread::spread_tensors_from_gpt2(hf, cfg, "x"), spread::UserError);
+}
+
+TEST(ExportLayout, Gpt2ReaderTakesGpt2ModelNamesAndRefusesUntiedHead) {
+  auto cfg = tiny_config(true, true);
+  spread::Transformer model(cfg);
+  auto hf = spread::gpt2_tensors(spread::spread_parameters(model), cfg);
+  spread::NamedTensors bare;  // GPT2Model's state dict: no "transformer." prefix
+  for (const auto& [name, t] : hf) bare[name.substr(12)] = t;
+  EXPECT_NO_THROW(spread::spread_tensors_from_gpt2(bare, cfg, "x"));
+  hf["lm_head.weight"] = torch::randn({11, 8});
+  EXPECT_THROW(spread::spread_tensors_from_gpt2(hf, cfg, "x"), spread::UserError);
+  hf.erase("lm_head.weight");
+  hf.erase("transformer.h.1.attn.c_proj.weight");
+  EXPECT_THROW(spread::spread_tensors_from_gpt2(hf, cfg, "x"), spread::UserError);
+}
+
+TEST(ExportLayout, MegatronBertSplitsTheFusedProjectionIntoQueryKeyValue) {
+  auto cfg = tiny_config(/*causal=*/false, true);
+  spread::Transformer model(cfg);
+  auto params = spread::spread_parameters(model);
+  auto hf = spread::megatron_bert_tensors(params, cfg);
+  const auto& qkv = params.at("blocks.1.attn.qkv.weight");
+  EXPECT_TRUE(torch::equal(hf.at("encoder.layer.1.attention.self.query.weight"), qkv.narrow(0, 0, 8)));
+  EXPECT_TRUE(torch::equal(hf.at("encoder.layer.1.attention.self.key.weight"), qkv.narrow(0, 8, 8)));
+  EXPECT_TRUE(torch::equal(hf.at("encoder.layer.1.attention.self.value.bias"),
+                           params.at("blocks.1.attn.qkv.bias").narrow(0, 16, 8)));
+  EXPECT_TRUE(torch::equal(hf.at("encoder.layer.0.intermediate.dense.weight"), params.at("blocks.0.mlp.fc.weight")));
+  EXPECT_TRUE(torch::equal(hf.at("encoder.layer.0.ln.weight"), params.at("blocks.0.ln2.weight")));
+  EXPECT_TRUE(torch::equal(hf.at("encoder.ln.bias"), params.at("ln_f.bias")));
+  EXPECT_TRUE(torch::equal(hf.at("embeddings.token_type_embeddings.weight"), torch::zeros({2, 8})));
+  EXPECT_EQ(hf.size(), 5u + 16u * size_t(cfg.n_layer));
+}
+
+TEST(ExportCli, LmExportIsByteIdenticalLoadsBackAndMatchesTheReferenceForwardPass) {
+  auto dir = fresh_temp_dir("export_lm");
+  const auto run = train_run(dir, "lm", {});
+  randomize_latest_checkpoint(run);
+  const auto out = dir / "hf", again = dir / "hf2";
+  auto r = run_spread("export --run " + run + " --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  ASSERT_EQ(run_spread("export --run " + run + " --out " + again.string()).code, 0);
+  for (const char* f : {"config.json", "model.safetensors", "spread_tokenizer.json", "tokenizer.chars",
+                        "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"})
+    EXPECT_EQ(file_bytes(out / f), file_bytes(again / f)) << f;
+  // Exporting over an earlier export replaces it (named with a trailing slash here, as shells complete it).
+  ASSERT_EQ(run_spread("export --run " + run + " --out " + again.string() + "/").code, 0) << r.output;
+  EXPECT_EQ(file_bytes(out / "model.safetensors"), file_bytes(again / "model.safetensors"));
+  for (const auto& e : fs::directory_iterator(dir))  // no temporary folder left beside it
+    EXPECT_EQ(e.path().filename().string().find(".hf2"), std::string::npos) << e.path();
+  auto config = nlohmann::json::parse(file_bytes(out / "config.json"));
+  EXPECT_EQ(config["model_type"], "gpt2");
+  EXPECT_EQ(config["activation_function"], "gelu");
+  EXPECT_EQ(config["n_inner"], 64);
+
+  // init_from the export: the new model's weights equal the run's (lr 0: the one step changes nothing).
+  const auto tuned = train_run(dir, "tuned", {"train.init_from=" + out.string(), "train.max_steps=1", "train.lr=0",
+                                              "train.min_lr=0"});
+  auto a = spread::checkpoint_to_use(run, [](const std::string&) {});
+  auto b = spread::checkpoint_to_use(tuned, [](const std::string&) {});
+  for (const auto& [name, t] : a.tensors)
+    if (name.rfind("model.", 0) == 0) EXPECT_TRUE(torch::equal(t, b.tensors.at(name))) << name;
+
+  // A model of another width is refused with the key that differs.
+  try {
+    train_run(dir, "wide", {"train.init_from=" + out.string(), "model.n_embd=32"});
+    ADD_FAILURE() << "a wider model started from the export";
+  } catch (const spread::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("n_embd"), std::string::npos) << e.what();
+  }
+
+  // spread's logits on a few ids, then the independent forward pass on the export.
+  auto loaded = spread::load_run(run);
+  auto ids = torch::tensor({3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, torch::kLong).remainder(loaded.model->config().vocab_size);
+  torch::NoGradGuard no_grad;
+  auto logits = loaded.model->forward(ids.view({1, -1})).logits[0].contiguous();
+  spread::write_npy_float32((dir / "logits.npy").string(), logits.data_ptr<float>(), logits.size(0), logits.size(1));
+  write_ids(dir / "ids.npy", ids.view({1, -1}));
+  EXPECT_EQ(run_python_check(out, dir / "ids.npy", dir / "logits.npy"), 0);
+  // The check can fail: one logit off by 1e-4 is caught.
+  logits[3][5] += 1e-4f;
+  spread::write_npy_float32((dir / "off.npy").string(), logits.data_ptr<float>(), logits.size(0), logits.size(1));
+  EXPECT_NE(run_python_check(out, dir / "ids.npy", dir / "off.npy"), 0);
+
+  // --step: the checkpoint asked for, not the newest.
+  ASSERT_EQ(run_spread("export --run " + run + " --out " + (dir / "step3").string() + " --step 3").code, 0);
+  EXPECT_EQ(nlohmann::json::parse(file_bytes(dir / "step3" / "spread_export.json"))["step"], 3);
+  EXPECT_EQ(nlohmann::json::parse(file_bytes(out / "spread_export.json"))["step"], 4);
+  EXPECT_NE(file_bytes(dir / "step3" / "model.safetensors"), file_bytes(out / "model.safetensors"));
+  fs::remove_all(dir);
+}
+
+TEST(ExportCli, EncoderExportIsASentenceTransformersFolderMatchingTheReferenceForwardPass) {
+  auto dir = fresh_temp_dir("export_encoder");
+  const auto run = train_run(dir, "mlm", {"train.objective=mlm", "model.causal=false"});
+  randomize_latest_checkpoint(run);
+  const auto out = dir / "st";
+  auto r = run_spread("export --run " + run + " --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const char* f : {"config.json", "model.safetensors", "modules.json", "config_sentence_transformers.json",
+                        "sentence_bert_config.json", "1_Pooling/config.json", "spread_export.json"})
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+  auto modules = nlohmann::json::parse(file_bytes(out / "modules.json"));
+  EXPECT_EQ(modules[1]["path"], "1_Pooling");
+  EXPECT_EQ(nlohmann::json::parse(file_bytes(out / "1_Pooling/config.json"))["pooling_mode_mean_tokens"], true);
+  EXPECT_EQ(nlohmann::json::parse(file_bytes(out / "config.json"))["model_type"], "megatron-bert");
+  const auto tokenizer_json = nlohmann::json::parse(file_bytes(out / "tokenizer.json"));
+  ASSERT_EQ(tokenizer_json["added_tokens"].size(), 4u);
+  EXPECT_EQ(tokenizer_json["added_tokens"][3]["content"], "[MASK]");
+  EXPECT_EQ(nlohmann::json::parse(file_bytes(out / "special_tokens_map.json"))["pad_token"], "[PAD]");
+
+  // Mean-pooled embeddings of a padded batch of two texts of different lengths.
+  auto loaded = spread::load_run(run);
+  auto seqs = spread::tokenize_texts(*loaded.tokenizer, {"the lazy dog", "a quick brown fox jumps"}, 16);
+  std::vector<const std::vector<int32_t>*> ptrs = {&seqs[0], &seqs[1]};
+  auto batch = spread::pad_batch(ptrs, loaded.tokenizer->special_ids().pad, torch::kCPU);
+  torch::NoGradGuard no_grad;
+  auto emb = spread::embed_batch(loaded.model, batch, spread::Pooling::Mean).contiguous();
+  spread::write_npy_float32((dir / "emb.npy").string(), emb.data_ptr<float>(), emb.size(0), emb.size(1));
+  write_ids(dir / "ids.npy", batch.ids.masked_fill(batch.mask.logical_not(), -1));
+  EXPECT_EQ(run_python_check(out, dir / "ids.npy", dir / "emb.npy"), 0);
+  fs::remove_all(dir);
+}
+
+TEST(ExportCli, BadInputExitsWithTwoAndOneLine) {
+  auto dir = fresh_temp_dir("export_bad");
+  const auto run = train_run(dir, "lm", {});
+  auto expect_error = [](const spread::testing::CliResult& r, const std::string& fragment) {
+    EXPECT_EQ(r.code, 2) << r.output;
+    EXPECT_NE(r.output.find(fragment), std::string::npos) << r.output;
+  };
+  expect_error(run_spread("export --run " + run), "--out");
+  expect_error(run_spread("export --out " + (dir / "x").string()), "--run");
+  expect_error(run_spread("export --run " + (dir / "nothing").string() + " --out " + (dir / "x").string()),
+               "not a run directory");
+  expect_error(run_spread("export --run " + run + " --out " + (dir / "x").string() + " --step 7"), "step 7");
+  expect_error(run_spread("export --run " + run + " --out " + (dir / "x").string() + " --step=-1"), "--step");
+  expect_error(run_spread("export --run " + run + " --out " + run), "run directory");
+  expect_error(run_spread("export --run " + run + " --out " + dir.string()), "run directory");  // contains it
+  fs::create_directories(dir / "busy");
+  std::ofstream(dir / "busy" / "notes.txt") << "mine";
+  expect_error(run_spread("export --run " + run + " --out " + (dir / "busy").string()), "not an earlier");
+  EXPECT_TRUE(fs::exists(dir / "busy" / "notes.txt"));
+  EXPECT_FALSE(fs::exists(dir / "x"));
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// WordNet's noun glosses (Debian's wordnet-base): real English text, one definition per line.
+std::vector<std::string> wordnet_glosses(size_t skip, size_t n) {
+  std::ifstream in("/usr/share/wordnet/data.noun");
+  std::vector<std::string> out;
+  size_t seen = 0;
+  for (std::string line; out.size() < n && std::getline(in, line);) {
+    const auto bar = line.find(" | ");
+    if (line.empty() || line[0] == ' ' || bar == std::string::npos) continue;
+    if (seen++ >= skip) out.push_back(line.substr(bar + 3));
+  }
+  return out;
+}
+
+// The installed @huggingface/tokenizers (scripts/test.sh puts it under build/node_modules), or "" when it or node
+// is missing.
+std::string tokenizers_js() {
+  const char* env = std::getenv("SPREAD_TOKENIZERS_JS");
+  const std::string dir = env ? env : std::string(SPREAD_SHIM_BUILD_DIR) + "/node_modules/@huggingface/tokenizers";
+  if (!fs::exists(fs::path(dir) / "dist" / "tokenizers.mjs") || std::system("node --version > /dev/null 2>&1") != 0)
+    return "";
+  return dir;
+}
+
+// Writes lines and spread's ids of each, then runs scripts/check_tokenizer.mjs on the exported folder.
+int run_node_check(const std::string& package, const fs::path& folder, const spread::Tokenizer& tokenizer,
+                   const std::vector<std::string>& lines, const fs::path& work) {
+  std::ofstream text(work / "lines.txt"), ids(work / "ids.jsonl");
+  for (const auto& line : lines) {
+    text << line << "\n";
+    ids << nlohmann::json(tokenizer.encode(line)).dump() << "\n";
+  }
+  text.close();
+  ids.close();
+  const std::string script = std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts/check_tokenizer.mjs";
+  return std::system(("node " + script + " " + package + " " + folder.string() + " " + (work / "lines.txt").string() +
+                      " " + (work / "ids.jsonl").string()).c_str());
+}
+
+void write_hf_tokenizer(const fs::path& run_dir, const spread::Tokenizer& tokenizer, const fs::path& out) {
+  fs::create_directories(out);
+  auto json = spread::hf_tokenizer_json(run_dir.string(), tokenizer);
+  ASSERT_TRUE(json.has_value());
+  std::ofstream(out / "tokenizer.json") << json->dump(2);
+  std::ofstream(out / "tokenizer_config.json") << spread::hf_tokenizer_config(tokenizer, 64).dump(2);
+}
+
+const std::vector<std::string> kUnseen = {"caf\xc3\xa9 na\xc3\xafve \xe2\x98\x83 snowman",
+                                          "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e text", "emoji \xf0\x9f\x98\x80!",
+                                          "  two spaces, a\ttab and \\ backslash", ""};
+
+}  // namespace
+
+TEST(ExportTokenizer, SentencepieceBpeGivesSpreadsIdsInTokenizersJs) {
+  const std::string package = tokenizers_js();
+  if (package.empty()) GTEST_SKIP() << "node or @huggingface/tokenizers missing (scripts/test.sh installs them)";
+  auto dir = fresh_temp_dir("export_tok_bpe");
+  std::string training;
+  for (const auto& g : wordnet_glosses(0, 2000)) training += g + "\n";
+  auto tokenizer = spread::train_sentencepiece("bpe", 500, training, dir.string());
+  tokenizer->save(dir.string());
+  write_hf_tokenizer(dir, *tokenizer, dir / "hf");
+  auto lines = wordnet_glosses(2000, 3000);  // text the tokenizer did not learn from
+  lines.insert(lines.end(), kUnseen.begin(), kUnseen.end());
+  EXPECT_EQ(run_node_check(package, dir / "hf", *tokenizer, lines, dir), 0);
+  fs::remove_all(dir);
+}
+
+TEST(ExportTokenizer, CharVocabularyGivesSpreadsIdsInTokenizersJs) {
+  const std::string package = tokenizers_js();
+  if (package.empty()) GTEST_SKIP() << "node or @huggingface/tokenizers missing (scripts/test.sh installs them)";
+  auto dir = fresh_temp_dir("export_tok_char");
+  auto lines = wordnet_glosses(0, 2000);
+  std::string training;
+  for (const auto& g : lines) training += g + "\n";
+  auto tokenizer = spread::make_char_tokenizer(training);
+  tokenizer->save(dir.string());
+  write_hf_tokenizer(dir, *tokenizer, dir / "hf");
+  EXPECT_EQ(run_node_check(package, dir / "hf", *tokenizer, lines, dir), 0);
+  fs::remove_all(dir);
+}
+
+TEST(ExportTokenizer, ReadsSentencepiecePiecesAndRefusesDamagedModels) {
+  auto dir = fresh_temp_dir("export_tok_pieces");
+  std::string training;
+  for (const auto& g : wordnet_glosses(0, 500)) training += g + "\n";
+  auto tokenizer = spread::train_sentencepiece("bpe", 400, training, dir.string());
+  tokenizer->save(dir.string());
+  const std::string bytes = file_bytes(dir / "tokenizer.model");
+  auto pieces = spread::read_sentencepiece_pieces(bytes, "m.model");
+  ASSERT_EQ(int64_t(pieces.size()), tokenizer->vocab_size());
+  EXPECT_EQ(pieces[0].piece, "<unk>");
+  EXPECT_EQ(pieces[0].type, 2);
+  EXPECT_EQ(pieces[size_t(tokenizer->bos_id())].piece, "<s>");
+  EXPECT_EQ(pieces[size_t(tokenizer->bos_id())].type, 3);
+  EXPECT_EQ(pieces[3].piece, "<0x00>");  // byte fallback pieces follow the reserved ones
+  EXPECT_EQ(pieces[3].type, 6);
+  // Each piece decodes to its own text (the id order of the file is the tokenizer's).
+  for (int32_t id = 259; id < 270; ++id) {
+    std::string text = pieces[size_t(id)].piece;
+    for (size_t at; (at = text.find("\xe2\x96\x81")) != std::string::npos;) text.replace(at, 3, " ");
+    EXPECT_EQ(tokenizer->decode({id}), text) << id;
+  }
+  EXPECT_THROW(spread::read_sentencepiece_pieces(bytes.substr(0, bytes.size() / 2), "m.model"), spread::UserError);
+  EXPECT_THROW(spread::read_sentencepiece_pieces("", "m.model"), spread::UserError);
+  fs::remove_all(dir);
+}
