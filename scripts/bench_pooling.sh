@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # Ward token pooling benchmark of issue 13: 64 documents of 180 tokens at d = 128, pool factor 4, one thread
-# (target: under 25 ms). Builds bench_pooling in ./build when it is missing; BUILD=dir uses another build.
+# (target: under 25 ms); then a pooling-aware MaxSim training step against a plain one (bench_maxsim_step: 16
+# queries x 1 document, 4 layers, width 256, head 128; target: at most 1.35x), timed in alternating pairs.
+# STEP_ARGS passes options to bench_maxsim_step (e.g. "--threads 1 --pairs 20"). Builds bench_pooling in ./build when it is missing; BUILD=dir uses another build.
 # Extra arguments go to bench_pooling (e.g. --threads 2, --tokens 300). On a shared machine run it under
 # `nice -n 19` and read the CPU time next to the wall time: the load average it prints says how busy it was.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD:-build}"
-if [[ ! -x "$build/bench_pooling" ]]; then
+if [[ ! -x "$build/bench_pooling" || ! -x "$build/bench_maxsim_step" ]]; then
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$build" -j"$(nproc)" --target bench_pooling
+  cmake --build "$build" -j"$(nproc)" --target bench_pooling bench_maxsim_step
 fi
 out=$("$build/bench_pooling" "$@")
 echo "$out" | grep -v '^RESULT'
 median=$(echo "$out" | sed -n 's/^RESULT median_ms=\([0-9.]*\).*/\1/p')
 echo "== median ${median} ms per 64-document call (target < 25 ms with the default arguments)"
+step=$("$build/bench_maxsim_step" ${STEP_ARGS:-})
+echo "$step" | grep -v '^RESULT'
+ratio=$(echo "$step" | sed -n 's/^RESULT ratio=\([0-9.]*\).*/\1/p')
+echo "== pooling-aware / plain MaxSim step: x${ratio} (target <= 1.35)"
