@@ -313,8 +313,9 @@ TEST(ExportCli, EncoderExportIsASentenceTransformersFolderMatchingTheReferenceFo
   EXPECT_EQ(nlohmann::json::parse(file_bytes(out / "1_Pooling/config.json"))["pooling_mode_mean_tokens"], true);
   EXPECT_EQ(nlohmann::json::parse(file_bytes(out / "config.json"))["model_type"], "megatron-bert");
   const auto tokenizer_json = nlohmann::json::parse(file_bytes(out / "tokenizer.json"));
-  ASSERT_EQ(tokenizer_json["added_tokens"].size(), 4u);
+  ASSERT_EQ(tokenizer_json["added_tokens"].size(), 6u);  // [PAD] [CLS] [SEP] [MASK] [Q] [D]
   EXPECT_EQ(tokenizer_json["added_tokens"][3]["content"], "[MASK]");
+  EXPECT_EQ(tokenizer_json["post_processor"]["type"], "TemplateProcessing");
   EXPECT_EQ(nlohmann::json::parse(file_bytes(out / "special_tokens_map.json"))["pad_token"], "[PAD]");
 
   // Mean-pooled embeddings of a padded batch of two texts of different lengths.
@@ -378,19 +379,21 @@ std::string tokenizers_js() {
   return dir;
 }
 
-// Writes lines and spread's ids of each, then runs scripts/check_tokenizer.mjs on the exported folder.
+// Writes lines and spread's ids of each, then runs scripts/check_tokenizer.mjs on the exported folder. framed: the
+// ids are an encoder's "[CLS] text [SEP]" (encode_for_encoder), checked with the post processor.
 int run_node_check(const std::string& package, const fs::path& folder, const spread::Tokenizer& tokenizer,
-                   const std::vector<std::string>& lines, const fs::path& work) {
+                   const std::vector<std::string>& lines, const fs::path& work, bool framed = false) {
   std::ofstream text(work / "lines.txt"), ids(work / "ids.jsonl");
   for (const auto& line : lines) {
     text << line << "\n";
-    ids << nlohmann::json(tokenizer.encode(line)).dump() << "\n";
+    const auto line_ids = framed ? spread::encode_for_encoder(tokenizer, line, 1 << 20) : tokenizer.encode(line);
+    ids << nlohmann::json(line_ids).dump() << "\n";
   }
   text.close();
   ids.close();
   const std::string script = std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts/check_tokenizer.mjs";
   return std::system(("node " + script + " " + package + " " + folder.string() + " " + (work / "lines.txt").string() +
-                      " " + (work / "ids.jsonl").string()).c_str());
+                      " " + (work / "ids.jsonl").string() + (framed ? " --framed" : "")).c_str());
 }
 
 void write_hf_tokenizer(const fs::path& run_dir, const spread::Tokenizer& tokenizer, const fs::path& out) {
