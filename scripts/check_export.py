@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
 """Independent check of `spread export`: reads the exported folder with its own safetensors reader, runs the
 model with forward passes written from Hugging Face transformers' modeling_gpt2.py (GPT2LMHeadModel) and
-modeling_megatron_bert.py (MegatronBertModel, then sentence-transformers' Pooling), and compares the result with
-spread's own output on the same token ids.
+modeling_megatron_bert.py (MegatronBertModel, then sentence-transformers' Pooling, or PyLate's Dense and
+normalisation for a ColBERT folder), and compares the result with spread's own output on the same token ids.
 
-  check_export.py --export DIR --ids IDS.npy --expect OUT.npy [--tol 1e-5]
+  check_export.py --export DIR --ids IDS.npy --expect OUT.npy [--attend ATTEND.npy] [--maxsim SCORE.npy]
+                  [--tol 1e-5]
 
 IDS.npy: [B, T] token ids (float64 is fine), -1 = padding (encoders only). OUT.npy: spread's logits [B*T, V]
-(GPT-2 layout) or pooled embeddings [B, C] (MegatronBert layout). Exit 0 when the largest absolute difference is
-at most --tol, 1 otherwise. Needs only Debian's python3-torch and python3-numpy (no transformers package).
+(GPT-2 layout), pooled embeddings [B, C] (MegatronBert layout) or, for a PyLate (ColBERT) folder, the token vectors
+[N, head_dim] of the N positions whose id is not -1, in row-major order. ColBERT only: ATTEND.npy [B, T], 1 where
+the position is attended to (default: where the id is not -1; a query's expansion [MASK] tokens have an id but are
+not attended to); SCORE.npy, spread's MaxSim score of row 0 as a query against row 1 as a document, recomputed as
+PyLate scores (query: every position with an id under query expansion, the attended ones otherwise; document: the
+attended positions whose id is not one of skiplist_words; sum over query tokens of the best dot product). Exit 0
+when the largest absolute difference is at most --tol, 1 otherwise. Needs only Debian's python3-torch and
+python3-numpy (no transformers package).
 """
 import argparse
 import json
@@ -121,22 +128,86 @@ def pool(pooling, hidden, mask):
     raise SystemExit("unsupported pooling mode in 1_Pooling/config.json")
 
 
+def colbert_vectors(export, w, cfg, ids, attend):
+    """PyLate's ColBERT: MegatronBertModel's last hidden state -> Dense (1_Dense, identity activation) -> L2."""
+    with open(os.path.join(export, "1_Dense", "config.json")) as f:
+        dense = json.load(f)
+    assert dense["activation_function"] == "torch.nn.modules.linear.Identity"
+    d = read_safetensors(os.path.join(export, "1_Dense", "model.safetensors"))
+    hidden = megatron_bert_hidden(w, cfg, ids, attend)
+    v = hidden @ d["linear.weight"].t()
+    if dense["bias"]:
+        v = v + d["linear.bias"]
+    assert v.shape[-1] == dense["out_features"] and hidden.shape[-1] == dense["in_features"]
+    return F.normalize(v, p=2, dim=-1)
+
+
+def token_id(tokenizer, token):
+    """convert_tokens_to_ids on tokenizer.json: an added token or a vocabulary entry."""
+    for added in tokenizer["added_tokens"]:
+        if added["content"] == token:
+            return added["id"]
+    if token not in tokenizer["model"]["vocab"]:
+        raise SystemExit(f"{token!r} (config_sentence_transformers.json) is no token of tokenizer.json")
+    return tokenizer["model"]["vocab"][token]
+
+
+def pylate_maxsim(export, vectors, raw, attend):
+    """Row 0 as a query, row 1 as a document, masked as PyLate's ColBERT.encode masks them; colbert_scores."""
+    with open(os.path.join(export, "config_sentence_transformers.json")) as f:
+        st = json.load(f)
+    with open(os.path.join(export, "tokenizer.json")) as f:
+        tokenizer = json.load(f)
+    # ColBERT.preprocess puts the prefix's id after the first token, which the post processor makes [CLS].
+    cls = tokenizer["post_processor"]["special_tokens"]["[CLS]"]["ids"][0]
+    for row, prefix in ((0, st["query_prefix"]), (1, st["document_prefix"])):
+        want = [cls, token_id(tokenizer, prefix)]
+        if [int(x) for x in raw[row, :2]] != want:
+            print(f"row {row} starts {raw[row, :2]}, PyLate would read {want} ([CLS] then {prefix!r})")
+            return None
+    ids = torch.from_numpy(raw.astype(np.int64))
+    query_mask = (ids[0] >= 0) if st["do_query_expansion"] else attend[0]
+    skip = torch.tensor([token_id(tokenizer, word) for word in st["skiplist_words"]], dtype=torch.long)
+    document_mask = attend[1] & ~torch.isin(ids[1], skip)
+    q, d = vectors[0][query_mask], vectors[1][document_mask]
+    return (q @ d.t()).max(dim=1).values.sum()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--export", required=True)
     ap.add_argument("--ids", required=True)
     ap.add_argument("--expect", required=True)
+    ap.add_argument("--attend")
+    ap.add_argument("--maxsim")
     ap.add_argument("--tol", type=float, default=1e-5)
     args = ap.parse_args()
     with open(os.path.join(args.export, "config.json")) as f:
         cfg = json.load(f)
+    st_path = os.path.join(args.export, "config_sentence_transformers.json")
+    colbert = False
+    if os.path.exists(st_path):
+        with open(st_path) as f:
+            colbert = json.load(f).get("model_type") == "ColBERT"
     w = read_safetensors(os.path.join(args.export, "model.safetensors"))
     raw = np.load(args.ids)
     ids = torch.from_numpy(np.where(raw < 0, 0, raw).astype(np.int64))
     mask = torch.from_numpy(raw >= 0)
+    attend = torch.from_numpy(np.load(args.attend) > 0) if args.attend else mask
+    score_diff = 0.0
     with torch.no_grad():
         if cfg["model_type"] == "gpt2":
             got = gpt2_logits(w, cfg, ids).reshape(-1, cfg["vocab_size"])
+        elif cfg["model_type"] == "megatron-bert" and colbert:
+            vectors = colbert_vectors(args.export, w, cfg, ids, attend)
+            got = vectors[mask]
+            if args.maxsim:
+                score = pylate_maxsim(args.export, vectors, raw, attend)
+                if score is None:
+                    return 1
+                want_score = float(np.load(args.maxsim).reshape(-1)[0])
+                score_diff = abs(score.item() - want_score)
+                print(f"MaxSim: PyLate's {score.item():.6f}, spread's {want_score:.6f}, diff {score_diff:.3g}")
         elif cfg["model_type"] == "megatron-bert":
             with open(os.path.join(args.export, "1_Pooling", "config.json")) as f:
                 pooling = json.load(f)
@@ -148,8 +219,9 @@ def main():
         print(f"shape mismatch: reference {tuple(got.shape)}, spread {tuple(want.shape)}")
         return 1
     diff = (got - want).abs().max().item()
-    print(f"{cfg['model_type']}: max abs diff {diff:.3g} over {tuple(got.shape)} (tolerance {args.tol:g})")
-    return 0 if diff <= args.tol else 1
+    name = "ColBERT token vectors" if colbert else cfg["model_type"]
+    print(f"{name}: max abs diff {diff:.3g} over {tuple(got.shape)} (tolerance {args.tol:g})")
+    return 0 if diff <= args.tol and score_diff <= args.tol else 1
 
 
 if __name__ == "__main__":

@@ -1,15 +1,18 @@
 // Independent check of an exported tokenizer.json: @huggingface/tokenizers (pure JavaScript, from npm) loads it and
 // must give spread's ids on every line, and decode them back to the line.
 //
-//   node check_tokenizer.mjs PACKAGE_DIR EXPORT_DIR LINES.txt IDS.jsonl
+//   node check_tokenizer.mjs PACKAGE_DIR EXPORT_DIR LINES.txt IDS.jsonl [--framed]
 //
 // PACKAGE_DIR: the installed package (node_modules/@huggingface/tokenizers). LINES.txt: one text per line.
-// IDS.jsonl: spread's ids of each line as a JSON array per line. Exit 0 when everything matches, 1 otherwise.
+// IDS.jsonl: spread's ids of each line as a JSON array per line. --framed: the ids are an encoder's
+// "[CLS] text [SEP]", encoded with the post processor (add_special_tokens) and decoded without the special tokens.
+// Exit 0 when everything matches, 1 otherwise.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
-const [pkg, dir, linesFile, idsFile] = process.argv.slice(2);
+const [pkg, dir, linesFile, idsFile, mode] = process.argv.slice(2);
+const framed = mode === "--framed";
 const { Tokenizer } = await import(pathToFileURL(join(pkg, "dist", "tokenizers.mjs")).href);
 const tokenizer = new Tokenizer(JSON.parse(readFileSync(join(dir, "tokenizer.json"), "utf8")),
                                 JSON.parse(readFileSync(join(dir, "tokenizer_config.json"), "utf8")));
@@ -17,13 +20,13 @@ const lines = readFileSync(linesFile, "utf8").split("\n");
 const expected = readFileSync(idsFile, "utf8").split("\n").filter((l) => l.length > 0).map((l) => JSON.parse(l));
 let idMismatches = 0, decodeMismatches = 0;
 for (let i = 0; i < expected.length; ++i) {
-  const ids = tokenizer.encode(lines[i], { add_special_tokens: false }).ids;
+  const ids = tokenizer.encode(lines[i], { add_special_tokens: framed }).ids;
   if (JSON.stringify(ids) !== JSON.stringify(expected[i])) {
     if (idMismatches++ < 3)
       console.log(`line ${i + 1}: ids ${JSON.stringify(ids)} != spread's ${JSON.stringify(expected[i])}`);
   }
   // (the package refuses to decode an empty list)
-  const text = expected[i].length === 0 ? "" : tokenizer.decode(expected[i], { skip_special_tokens: false });
+  const text = expected[i].length === 0 ? "" : tokenizer.decode(expected[i], { skip_special_tokens: framed });
   if (text !== lines[i]) {
     if (decodeMismatches++ < 3) console.log(`line ${i + 1}: decodes to ${JSON.stringify(text)}`);
   }

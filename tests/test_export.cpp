@@ -7,16 +7,21 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "cli_run.h"
 #include "spread/config/recipe.h"
-#include "spread/data/tokenizer.h"
 #include "spread/data/npy.h"
+#include "spread/data/special_tokens.h"
+#include "spread/data/tokenizer.h"
 #include "spread/eval/embed.h"
+#include "spread/eval/multi_vector.h"
 #include "spread/export/export.h"
 #include "spread/export/hf_layout.h"
 #include "spread/export/hf_tokenizer.h"
 #include "spread/export/safetensors.h"
+#include "spread/losses/maxsim.h"
+#include "spread/tasks/maxsim.h"
 #include "spread/train/checkpoint.h"
 #include "spread/train/run.h"
 #include "spread/train/setup.h"
@@ -119,11 +124,13 @@ void write_ids(const fs::path& path, const torch::Tensor& ids) {
   spread::write_npy_matrix(path.string(), m);
 }
 
-// scripts/check_export.py with the system's Python (python3-torch, python3-numpy: scripts/install_deps.sh).
-int run_python_check(const fs::path& export_dir, const fs::path& ids, const fs::path& expect) {
+// scripts/check_export.py with the system's Python (python3-torch, python3-numpy: scripts/install_deps.sh);
+// `extra` adds its ColBERT options.
+int run_python_check(const fs::path& export_dir, const fs::path& ids, const fs::path& expect,
+                     const std::string& extra = "") {
   const std::string script = std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts/check_export.py";
   const std::string cmd = "/usr/bin/python3 " + script + " --export " + export_dir.string() + " --ids " +
-                          ids.string() + " --expect " + expect.string();
+                          ids.string() + " --expect " + expect.string() + extra;
   return std::system(cmd.c_str());
 }
 
@@ -313,8 +320,9 @@ TEST(ExportCli, EncoderExportIsASentenceTransformersFolderMatchingTheReferenceFo
   EXPECT_EQ(nlohmann::json::parse(file_bytes(out / "1_Pooling/config.json"))["pooling_mode_mean_tokens"], true);
   EXPECT_EQ(nlohmann::json::parse(file_bytes(out / "config.json"))["model_type"], "megatron-bert");
   const auto tokenizer_json = nlohmann::json::parse(file_bytes(out / "tokenizer.json"));
-  ASSERT_EQ(tokenizer_json["added_tokens"].size(), 4u);
+  ASSERT_EQ(tokenizer_json["added_tokens"].size(), 6u);  // [PAD] [CLS] [SEP] [MASK] [Q] [D]
   EXPECT_EQ(tokenizer_json["added_tokens"][3]["content"], "[MASK]");
+  EXPECT_EQ(tokenizer_json["post_processor"]["type"], "TemplateProcessing");
   EXPECT_EQ(nlohmann::json::parse(file_bytes(out / "special_tokens_map.json"))["pad_token"], "[PAD]");
 
   // Mean-pooled embeddings of a padded batch of two texts of different lengths.
@@ -378,19 +386,21 @@ std::string tokenizers_js() {
   return dir;
 }
 
-// Writes lines and spread's ids of each, then runs scripts/check_tokenizer.mjs on the exported folder.
+// Writes lines and spread's ids of each, then runs scripts/check_tokenizer.mjs on the exported folder. framed: the
+// ids are an encoder's "[CLS] text [SEP]" (encode_for_encoder), checked with the post processor.
 int run_node_check(const std::string& package, const fs::path& folder, const spread::Tokenizer& tokenizer,
-                   const std::vector<std::string>& lines, const fs::path& work) {
+                   const std::vector<std::string>& lines, const fs::path& work, bool framed = false) {
   std::ofstream text(work / "lines.txt"), ids(work / "ids.jsonl");
   for (const auto& line : lines) {
     text << line << "\n";
-    ids << nlohmann::json(tokenizer.encode(line)).dump() << "\n";
+    const auto line_ids = framed ? spread::encode_for_encoder(tokenizer, line, 1 << 20) : tokenizer.encode(line);
+    ids << nlohmann::json(line_ids).dump() << "\n";
   }
   text.close();
   ids.close();
   const std::string script = std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts/check_tokenizer.mjs";
   return std::system(("node " + script + " " + package + " " + folder.string() + " " + (work / "lines.txt").string() +
-                      " " + (work / "ids.jsonl").string()).c_str());
+                      " " + (work / "ids.jsonl").string() + (framed ? " --framed" : "")).c_str());
 }
 
 void write_hf_tokenizer(const fs::path& run_dir, const spread::Tokenizer& tokenizer, const fs::path& out) {
@@ -459,5 +469,136 @@ TEST(ExportTokenizer, ReadsSentencepiecePiecesAndRefusesDamagedModels) {
   }
   EXPECT_THROW(spread::read_sentencepiece_pieces(bytes.substr(0, bytes.size() / 2), "m.model"), spread::UserError);
   EXPECT_THROW(spread::read_sentencepiece_pieces("", "m.model"), spread::UserError);
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// Queries and documents with punctuation (so that the skiplist has tokens to skip), as a pairs file.
+std::vector<std::pair<std::string, std::string>> question_pairs() {
+  const char* animals[] = {"fox", "dog", "cat", "bird", "horse", "fish"};
+  const char* acts[] = {"jumps", "sleeps", "runs", "sings", "eats", "swims"};
+  std::vector<std::pair<std::string, std::string>> out;
+  for (int i = 0; i < 60; ++i) {
+    const std::string a = animals[i % 6], v = acts[(i / 6) % 6], n = std::to_string(i);
+    out.emplace_back("what does the " + a + " " + n + " do?", "the " + a + ", number " + n + ", " + v + ".");
+  }
+  return out;
+}
+
+std::string pairs_file(const fs::path& dir) {
+  auto path = dir / "pairs.tsv";
+  std::ofstream out(path);
+  out << "anchor\tpositive\n";
+  for (const auto& [q, d] : question_pairs()) out << q << "\t" << d << "\n";
+  return path.string();
+}
+
+}  // namespace
+
+TEST(ExportCli, MaxSimExportIsAPyLateFolderMatchingTheReferenceTokenVectorsAndScore) {
+  auto dir = fresh_temp_dir("export_maxsim");
+  const auto run = train_run(dir, "colbert", {"train.objective=maxsim", "model.causal=false", "data.source=pairs",
+                                              "data.path=" + pairs_file(dir), "model.block_size=32",
+                                              "model.head_dim=8", "loss.maxsim.query_length=12",
+                                              "loss.maxsim.document_length=32", "loss.maxsim.skiplist=true"});
+  randomize_latest_checkpoint(run);
+  const auto out = dir / "pylate", again = dir / "pylate2";
+  auto r = run_spread("export --run " + run + " --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("as pylate"), std::string::npos) << r.output;
+  ASSERT_EQ(run_spread("export --run " + run + " --out " + again.string()).code, 0);
+  const char* files[] = {"config.json", "model.safetensors", "modules.json", "config_sentence_transformers.json",
+                         "sentence_bert_config.json", "1_Dense/config.json", "1_Dense/model.safetensors",
+                         "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "spread_export.json"};
+  for (const char* f : files) {
+    ASSERT_TRUE(fs::exists(out / f)) << f;
+    EXPECT_EQ(file_bytes(out / f), file_bytes(again / f)) << f;
+  }
+  EXPECT_FALSE(fs::exists(out / "1_Pooling"));  // PyLate has no pooling module
+  auto json = [&](const char* f) { return nlohmann::json::parse(file_bytes(out / f)); };
+
+  // The layout, key by key, against PyLate's ColBERT.save / Dense.
+  EXPECT_EQ(json("modules.json"), nlohmann::json::parse(R"([
+    {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+    {"idx": 1, "name": "1", "path": "1_Dense", "type": "pylate.models.Dense.Dense"}])"));
+  EXPECT_EQ(json("1_Dense/config.json"), nlohmann::json::parse(R"({"in_features": 16, "out_features": 8,
+    "bias": false, "activation_function": "torch.nn.modules.linear.Identity"})"));
+  const auto st = json("config_sentence_transformers.json");
+  EXPECT_EQ(st["model_type"], "ColBERT");
+  EXPECT_EQ(st["similarity_fn_name"], "MaxSim");
+  EXPECT_EQ(st["query_prefix"], "[Q]");
+  EXPECT_EQ(st["document_prefix"], "[D]");
+  EXPECT_EQ(st["query_length"], 12);
+  EXPECT_EQ(st["document_length"], 32);
+  EXPECT_EQ(st["do_query_expansion"], true);
+  EXPECT_EQ(st["attend_to_expansion_tokens"], false);
+  EXPECT_EQ(json("config.json")["model_type"], "megatron-bert");
+  EXPECT_EQ(json("spread_export.json")["layout"], "pylate");
+  // linear.weight is the checkpoint's head as it was saved, [out, in].
+  const auto ckpt = spread::checkpoint_to_use(run, [](const std::string&) {});
+  const auto dense = spread::read_safetensors((out / "1_Dense/model.safetensors").string());
+  ASSERT_EQ(dense.size(), 1u);
+  EXPECT_TRUE(torch::equal(dense.at("linear.weight"), ckpt.tensors.at("model.head.weight")));
+  EXPECT_FALSE(spread::read_safetensors((out / "model.safetensors").string()).count("head.weight"));
+
+  // The tokenizer: [Q] and [D] are added special tokens at spread's ids; every skiplist word is a vocabulary entry,
+  // and together they name exactly the ids spread skips (a char vocabulary: ",", ".", "?").
+  auto loaded = spread::load_run(run);
+  const spread::Tokenizer& tokenizer = *loaded.tokenizer;
+  const spread::SpecialIds special = tokenizer.special_ids();
+  const auto tj = json("tokenizer.json");
+  ASSERT_EQ(tj["added_tokens"].size(), 6u);
+  EXPECT_EQ(tj["added_tokens"][4]["content"], "[Q]");
+  EXPECT_EQ(tj["added_tokens"][4]["id"], special.query);
+  EXPECT_EQ(tj["added_tokens"][5]["content"], "[D]");
+  EXPECT_EQ(tj["added_tokens"][5]["id"], special.document);
+  EXPECT_EQ(tj["post_processor"]["special_tokens"]["[CLS]"]["ids"][0], special.cls);
+  EXPECT_EQ(json("special_tokens_map.json")["additional_special_tokens"], nlohmann::json({"[Q]", "[D]"}));
+  std::set<int64_t> skipped;
+  for (const auto& w : st["skiplist_words"])
+    skipped.insert(tj["model"]["vocab"].at(w.get<std::string>()).get<int64_t>());
+  std::set<int64_t> want_skipped;
+  for (const char* p : {",", ".", "?"}) want_skipped.insert(tokenizer.encode(p).at(0));
+  EXPECT_EQ(skipped, want_skipped);
+
+  // spread's token vectors of a query (expanded to 12 with [MASK]) and a document, and their MaxSim score; then the
+  // independent forward pass, Dense, normalisation and PyLate's masking on the export.
+  const auto recipe = spread::recipe_of_run(run);
+  const auto spec = spread::multi_vector_spec(recipe, tokenizer, torch::kCPU);
+  const auto q = spread::query_tokens(tokenizer, "fox 7?", spec);
+  const auto d = spread::document_tokens(tokenizer, "the dog, number 13, sleeps.", spec);
+  const auto qb = spread::query_batch({&q}, special, spec), db = spread::document_batch({&d}, special, spec);
+  loaded.model->eval();
+  torch::NoGradGuard no_grad;
+  const auto qv = spread::encode_tokens(loaded.model, qb), dv = spread::encode_tokens(loaded.model, db);
+  auto score = spread::maxsim_scores(qv, qb.score, dv, db.score).contiguous();
+  const int64_t Lq = qv.size(1), Ld = dv.size(1), T = std::max(Lq, Ld);
+  ASSERT_EQ(Lq, 12);
+  ASSERT_EQ(qb.attend.sum().item<int64_t>(), 9);  // [CLS] [Q] "fox 7?" [SEP], then 3 expansion [MASK]s
+  auto ids = torch::full({2, T}, -1, torch::kLong), attend = torch::zeros({2, T}, torch::kLong);
+  ids[0].narrow(0, 0, Lq).copy_(qb.ids[0]);
+  ids[1].narrow(0, 0, Ld).copy_(db.ids[0]);
+  attend[0].narrow(0, 0, Lq).copy_(qb.attend[0]);
+  attend[1].narrow(0, 0, Ld).copy_(db.attend[0]);
+  auto vectors = torch::cat({qv[0], dv[0]}).contiguous();
+  write_ids(dir / "ids.npy", ids);
+  write_ids(dir / "attend.npy", attend);
+  spread::write_npy_float32((dir / "vectors.npy").string(), vectors.data_ptr<float>(), vectors.size(0),
+                            vectors.size(1));
+  spread::write_npy_float32((dir / "score.npy").string(), score.data_ptr<float>(), 1, 1);
+  const std::string colbert = " --attend " + (dir / "attend.npy").string() + " --maxsim ";
+  EXPECT_EQ(run_python_check(out, dir / "ids.npy", dir / "vectors.npy", colbert + (dir / "score.npy").string()), 0);
+  // The check can fail: a score off by 1e-4 is caught.
+  score[0][0] += 1e-4f;
+  spread::write_npy_float32((dir / "off.npy").string(), score.data_ptr<float>(), 1, 1);
+  EXPECT_NE(run_python_check(out, dir / "ids.npy", dir / "vectors.npy", colbert + (dir / "off.npy").string()), 0);
+
+  // With the post processor, @huggingface/tokenizers frames texts as spread's encoders do.
+  if (const std::string package = tokenizers_js(); !package.empty()) {
+    std::vector<std::string> lines;
+    for (const auto& [query, document] : question_pairs()) lines.insert(lines.end(), {query, document});
+    EXPECT_EQ(run_node_check(package, out, tokenizer, lines, dir, /*framed=*/true), 0);
+  }
   fs::remove_all(dir);
 }

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "spread/data/tokenizer.h"
+#include "spread/eval/multi_vector.h"
 #include "spread/export/hf_layout.h"
 #include "spread/export/hf_tokenizer.h"
 #include "spread/train/checkpoint.h"
@@ -42,9 +43,8 @@ Checkpoint checkpoint_for(const std::string& run_dir, const std::optional<int64_
 }
 
 // Hugging Face's tokenizer files, where the kind has a tokenizer.json (export/hf_tokenizer.h).
-void add_hf_tokenizer_files(const std::string& run_dir, const Tokenizer& tokenizer, int64_t max_length,
-                            Files& files) {
-  auto tokenizer_json = hf_tokenizer_json(run_dir, tokenizer);
+void add_hf_tokenizer_files(const std::optional<nlohmann::json>& tokenizer_json, const Tokenizer& tokenizer,
+                            int64_t max_length, Files& files) {
   if (!tokenizer_json) return;
   files["tokenizer.json"] = json_file(*tokenizer_json);
   const auto config = hf_tokenizer_config(tokenizer, max_length);
@@ -52,6 +52,8 @@ void add_hf_tokenizer_files(const std::string& run_dir, const Tokenizer& tokeniz
   nlohmann::json special = nlohmann::json::object();
   for (const auto& [key, value] : config.items())
     if (key.size() > 6 && key.compare(key.size() - 6, 6, "_token") == 0) special[key] = value;
+  if (config.contains("additional_special_tokens"))
+    special["additional_special_tokens"] = config["additional_special_tokens"];
   files["special_tokens_map.json"] = json_file(special);
 }
 
@@ -89,6 +91,54 @@ void add_sentence_transformers_files(const Recipe& recipe, const TransformerConf
   const int64_t max_length = recipe.data.max_length > 0 ? recipe.data.max_length : cfg.block_size;
   files["sentence_bert_config.json"] = json_file({{"max_seq_length", max_length}, {"do_lower_case", false}});
   files["1_Pooling/config.json"] = json_file(pooling_config(recipe.loss.contrastive.pooling, cfg.n_embd));
+}
+
+// The words of PyLate's skiplist_words that its convert_tokens_to_ids turns into spread's skiplist
+// (punctuation_ids): each skipped id's entry in tokenizer.json's vocabulary ("\u2581," for a sentencepiece piece,
+// "<0x2C>" for a byte piece), in id order; the decoded text where the kind has no tokenizer.json.
+nlohmann::json skiplist_words(const Tokenizer& tokenizer, const std::optional<nlohmann::json>& tokenizer_json) {
+  std::map<int64_t, std::string> vocab;
+  if (tokenizer_json)
+    for (const auto& [piece, id] : (*tokenizer_json)["model"]["vocab"].items()) vocab[id.get<int64_t>()] = piece;
+  nlohmann::json words = nlohmann::json::array();
+  const std::vector<bool> skip = punctuation_ids(tokenizer);
+  for (size_t id = 0; id < skip.size(); ++id)
+    if (skip[id]) words.push_back(tokenizer_json ? vocab.at(int64_t(id)) : tokenizer.decode({int32_t(id)}));
+  return words;
+}
+
+// The PyLate files around the MegatronBert model (names from PyLate's ColBERT.save and models/Dense.py): no pooling
+// module; the multi-vector head as 1_Dense (PyLate's Dense: linear.weight [out, in], no bias, identity activation;
+// PyLate L2-normalises the token vectors itself, as token_vectors does); the ColBERT keys of
+// config_sentence_transformers.json. PyLate inserts the marker's id after [CLS] (convert_tokens_to_ids of the
+// prefix), so the prefixes are the reserved tokens' names without PyLate's default trailing space: "[Q] " is no
+// token of this vocabulary and PyLate would add it as a new, untrained one. Expansion tokens are never attended to
+// (attend_to_expansion_tokens false); an empty skiplist_words keeps PyLate from falling back to its punctuation list.
+void add_pylate_files(const Recipe& recipe, const TransformerConfig& cfg, const NamedTensors& params,
+                      const Tokenizer& tokenizer, const std::optional<nlohmann::json>& tokenizer_json, Files& files) {
+  const auto& m = recipe.loss.maxsim;
+  files["modules.json"] = json_file(nlohmann::json::array(
+      {{{"idx", 0}, {"name", "0"}, {"path", ""}, {"type", "sentence_transformers.models.Transformer"}},
+       {{"idx", 1}, {"name", "1"}, {"path", "1_Dense"}, {"type", "pylate.models.Dense.Dense"}}}));
+  files["config_sentence_transformers.json"] =
+      json_file({{"model_type", "ColBERT"},
+                 {"prompts", nlohmann::json::object()},
+                 {"default_prompt_name", nullptr},
+                 {"similarity_fn_name", "MaxSim"},
+                 {"query_prefix", "[Q]"},
+                 {"document_prefix", "[D]"},
+                 {"query_length", m.query_length},
+                 {"document_length", m.document_length},
+                 {"attend_to_expansion_tokens", false},
+                 {"skiplist_words", m.skiplist ? skiplist_words(tokenizer, tokenizer_json) : nlohmann::json::array()},
+                 {"do_query_expansion", m.query_expansion}});
+  files["sentence_bert_config.json"] = json_file({{"max_seq_length", m.document_length}, {"do_lower_case", false}});
+  const torch::Tensor& head = params.at("head.weight");  // [head_dim, n_embd], nn.Linear's [out, in]
+  files["1_Dense/config.json"] = json_file({{"in_features", cfg.n_embd},
+                                            {"out_features", cfg.head_dim},
+                                            {"bias", false},
+                                            {"activation_function", "torch.nn.modules.linear.Identity"}});
+  files["1_Dense/model.safetensors"] = safetensors_bytes({{"linear.weight", head}});
 }
 
 bool contains(const fs::path& outer, const fs::path& inner) {
@@ -144,6 +194,7 @@ ExportResult export_run(const ExportRequest& request) {
 
   ExportResult result;
   result.step = ckpt.step;
+  const auto tokenizer_json = hf_tokenizer_json(request.run_dir, *tokenizer);
   Files files;
   if (!recipe.is_encoder_objective()) {
     if (!cfg.causal)
@@ -153,16 +204,17 @@ ExportResult export_run(const ExportRequest& request) {
     files["config.json"] = json_file(gpt2_config(cfg, tokenizer->bos_id(), tokenizer->eos_id()));
     files["model.safetensors"] = safetensors_bytes(gpt2_tensors(params, cfg));
   } else {
-    result.layout = "megatron-bert";
+    result.layout = recipe.train.objective == "maxsim" ? "pylate" : "megatron-bert";
     files["config.json"] = json_file(megatron_bert_config(cfg, tokenizer->special_ids().pad));
     files["model.safetensors"] = safetensors_bytes(megatron_bert_tensors(params, cfg));
-    add_sentence_transformers_files(recipe, cfg, files);
+    if (result.layout == "pylate") add_pylate_files(recipe, cfg, params, *tokenizer, tokenizer_json, files);
+    else add_sentence_transformers_files(recipe, cfg, files);
   }
   result.bytes = int64_t(files["model.safetensors"].size());
   add_tokenizer_files(request.run_dir, files);
   const int64_t max_length = recipe.is_encoder_objective() && recipe.data.max_length > 0 ? recipe.data.max_length
                                                                                          : cfg.block_size;
-  add_hf_tokenizer_files(request.run_dir, *tokenizer, max_length, files);
+  add_hf_tokenizer_files(tokenizer_json, *tokenizer, max_length, files);
   files[kExportMarker] = json_file({{"layout", result.layout},
                                     {"run", fs::absolute(run).lexically_normal().string()},
                                     {"step", ckpt.step},

@@ -112,15 +112,41 @@ nlohmann::json bpe_merges(const std::vector<SentencePieceEntry>& pieces, const s
   return out;
 }
 
+// The reserved ids the tokenizer has, in id order: [PAD] [CLS] [SEP] [MASK], then [Q] [D] where it has them (runs
+// made before the markers were reserved have four).
+std::vector<int32_t> reserved_ids(const Tokenizer& tokenizer) {
+  const SpecialIds s = tokenizer.special_ids();
+  if (!s.present()) return {};
+  std::vector<int32_t> ids = {s.pad, s.cls, s.sep, s.mask};
+  if (s.has_markers()) ids.insert(ids.end(), {s.query, s.document});
+  return ids;
+}
+
 nlohmann::json added_special_tokens(const Tokenizer& tokenizer) {
   nlohmann::json out = nlohmann::json::array();
-  const SpecialIds s = tokenizer.special_ids();
-  if (!s.present()) return out;
-  const int32_t ids[] = {s.pad, s.cls, s.sep, s.mask};
-  for (size_t i = 0; i < kSpecialTokenNames.size(); ++i)
+  const auto ids = reserved_ids(tokenizer);
+  for (size_t i = 0; i < ids.size(); ++i)
     out.push_back({{"id", ids[i]}, {"content", kSpecialTokenNames[i]}, {"single_word", false}, {"lstrip", false},
                    {"rstrip", false}, {"normalized", false}, {"special", true}});
   return out;
+}
+
+// "[CLS] text [SEP]", as encode_for_encoder frames a text (HF tokenizers' TemplateProcessing, BERT's template; the
+// pair template is BERT's too, for completeness: spread never encodes pairs). Null when there are no reserved ids.
+nlohmann::json encoder_post_processor(const Tokenizer& tokenizer) {
+  const SpecialIds s = tokenizer.special_ids();
+  if (!s.present()) return nullptr;
+  auto piece = [](const char* kind, const char* id, int type_id) {
+    return nlohmann::json{{kind, {{"id", id}, {"type_id", type_id}}}};
+  };
+  auto special = [&](const char* name, int type_id) { return piece("SpecialToken", name, type_id); };
+  auto sequence = [&](const char* name, int type_id) { return piece("Sequence", name, type_id); };
+  return {{"type", "TemplateProcessing"},
+          {"single", {special("[CLS]", 0), sequence("A", 0), special("[SEP]", 0)}},
+          {"pair", {special("[CLS]", 0), sequence("A", 0), special("[SEP]", 0), sequence("B", 1), special("[SEP]", 1)}},
+          {"special_tokens",
+           {{"[CLS]", {{"id", "[CLS]"}, {"ids", {s.cls}}, {"tokens", {"[CLS]"}}}},
+            {"[SEP]", {{"id", "[SEP]"}, {"ids", {s.sep}}, {"tokens", {"[SEP]"}}}}}}};
 }
 
 nlohmann::json bpe_model(const nlohmann::json& vocab, const nlohmann::json& merges, bool byte_fallback) {
@@ -136,15 +162,15 @@ nlohmann::json bpe_model(const nlohmann::json& vocab, const nlohmann::json& merg
           {"merges", merges}};
 }
 
-nlohmann::json tokenizer_file(const nlohmann::json& added, const nlohmann::json& normalizer,
+nlohmann::json tokenizer_file(const Tokenizer& tokenizer, const nlohmann::json& normalizer,
                               const nlohmann::json& decoder, const nlohmann::json& model) {
-  return {{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}, {"added_tokens", added},
-          {"normalizer", normalizer}, {"pre_tokenizer", nullptr}, {"post_processor", nullptr},
-          {"decoder", decoder}, {"model", model}};
+  return {{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr},
+          {"added_tokens", added_special_tokens(tokenizer)}, {"normalizer", normalizer}, {"pre_tokenizer", nullptr},
+          {"post_processor", encoder_post_processor(tokenizer)}, {"decoder", decoder}, {"model", model}};
 }
 
 int64_t base_vocab_size(const Tokenizer& tokenizer) {
-  return tokenizer.vocab_size() - (tokenizer.special_ids().present() ? int64_t(kSpecialTokenNames.size()) : 0);
+  return tokenizer.vocab_size() - int64_t(reserved_ids(tokenizer).size());
 }
 
 nlohmann::json sentencepiece_bpe_json(const std::string& run_dir, const Tokenizer& tokenizer) {
@@ -167,14 +193,14 @@ nlohmann::json sentencepiece_bpe_json(const std::string& run_dir, const Tokenize
       {"decoders", {{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
                     {{"type", "ByteFallback"}},
                     {{"type", "Fuse"}}}}};
-  return tokenizer_file(added_special_tokens(tokenizer), normalizer, decoder,
+  return tokenizer_file(tokenizer, normalizer, decoder,
                         bpe_model(vocab, bpe_merges(pieces, ids), /*byte_fallback=*/true));
 }
 
 nlohmann::json char_json(const Tokenizer& tokenizer) {
   nlohmann::json vocab = nlohmann::json::object();
   for (int32_t id = 0; id < int32_t(base_vocab_size(tokenizer)); ++id) vocab[tokenizer.decode({id})] = id;
-  return tokenizer_file(added_special_tokens(tokenizer), nullptr, {{"type", "Fuse"}},
+  return tokenizer_file(tokenizer, nullptr, {{"type", "Fuse"}},
                         bpe_model(vocab, nlohmann::json::array(), /*byte_fallback=*/false));
 }
 
@@ -214,6 +240,7 @@ nlohmann::json hf_tokenizer_config(const Tokenizer& tokenizer, int64_t max_lengt
     c["sep_token"] = "[SEP]";
     c["mask_token"] = "[MASK]";
   }
+  if (tokenizer.special_ids().has_markers()) c["additional_special_tokens"] = {"[Q]", "[D]"};
   return c;
 }
 

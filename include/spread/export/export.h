@@ -3,7 +3,10 @@
 //   causal LM   config.json + model.safetensors of GPT2LMHeadModel (AutoModelForCausalLM.from_pretrained(dir))
 //   encoder     config.json + model.safetensors of MegatronBertModel, around it a sentence-transformers folder
 //               (modules.json, config_sentence_transformers.json, sentence_bert_config.json, 1_Pooling/config.json)
-// and in both the tokenizer: tokenizer.json, tokenizer_config.json and special_tokens_map.json where the kind has a
+//   maxsim      the encoder's MegatronBertModel files in PyLate's layout: 1_Dense/ (config.json, model.safetensors
+//               with the multi-vector head as linear.weight) instead of 1_Pooling, and the ColBERT keys of
+//               config_sentence_transformers.json (models.ColBERT(dir))
+// and in each the tokenizer: tokenizer.json, tokenizer_config.json and special_tokens_map.json where the kind has a
 // Hugging Face form (export/hf_tokenizer.h), the run's own files (tokenizer.model or tokenizer.chars, spread's
 // record as spread_tokenizer.json), and spread_export.json (layout, run, step), which marks the folder as an export.
 //
@@ -26,7 +29,7 @@ struct ExportRequest {
 };
 
 struct ExportResult {
-  std::string layout;  // "gpt2" or "megatron-bert"
+  std::string layout;  // "gpt2", "megatron-bert" or "pylate"
   int64_t step = 0;
   int64_t bytes = 0;   // of model.safetensors
 };

@@ -9,9 +9,11 @@
 //   char                 a BPE model without merges over the code points (one id per character)
 //   unigram              none yet: the JavaScript implementation used to check it has no byte fallback for
 //                        Unigram, so characters unseen in training could not be checked
-// Encoder runs list [PAD] [CLS] [SEP] [MASK] as special added tokens; texts are not wrapped in them (no post
-// processor). Sentencepiece's <unk> <s> </s> stay ordinary vocabulary entries: as in spread, text that spells
-// them is tokenised as text.
+// Encoder runs list their reserved ids as special added tokens ([PAD] [CLS] [SEP] [MASK], and [Q] [D] where the
+// tokenizer has them, so that PyLate's convert_tokens_to_ids("[Q]") finds spread's marker) and frame texts as
+// "[CLS] text [SEP]" with a TemplateProcessing post processor, as encode_for_encoder does (encode with
+// add_special_tokens = false for the bare ids). Sentencepiece's <unk> <s> </s> stay ordinary vocabulary entries:
+// as in spread, text that spells them is tokenised as text.
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,7 +36,7 @@ std::vector<SentencePieceEntry> read_sentencepiece_pieces(const std::string& mod
 // tokenizer.json for the tokenizer saved in run_dir, or nullopt for a kind that has none yet (unigram).
 std::optional<nlohmann::json> hf_tokenizer_json(const std::string& run_dir, const Tokenizer& tokenizer);
 
-// tokenizer_config.json (PreTrainedTokenizerFast and its special tokens).
+// tokenizer_config.json (PreTrainedTokenizerFast and its special tokens; [Q] [D] as additional_special_tokens).
 nlohmann::json hf_tokenizer_config(const Tokenizer& tokenizer, int64_t max_length);
 
 }  // namespace spread
