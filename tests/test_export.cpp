@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -413,22 +414,61 @@ void write_hf_tokenizer(const fs::path& run_dir, const spread::Tokenizer& tokeni
 
 const std::vector<std::string> kUnseen = {"caf\xc3\xa9 na\xc3\xafve \xe2\x98\x83 snowman",
                                           "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e text", "emoji \xf0\x9f\x98\x80!",
-                                          "  two spaces, a\ttab and \\ backslash", ""};
+                                          "  two spaces, a\ttab and \\ backslash",
+                                          "<unk> <s> </s> <0x41> typed as text", ""};
 
 }  // namespace
 
-TEST(ExportTokenizer, SentencepieceBpeGivesSpreadsIdsInTokenizersJs) {
+namespace {
+
+// A sentencepiece tokenizer of `kind` trained on 2000 WordNet glosses, exported, and checked by tokenizers.js on 1000
+// glosses it never saw plus lines of characters it never saw (byte fallback: ids 3..258 are the byte pieces) and a
+// line that spells the control and byte pieces' names, which must stay text.
+void check_sentencepiece_export(const std::string& kind) {
   const std::string package = tokenizers_js();
   if (package.empty()) GTEST_SKIP() << "node or @huggingface/tokenizers missing (scripts/test.sh installs them)";
-  auto dir = fresh_temp_dir("export_tok_bpe");
+  auto dir = fresh_temp_dir("export_tok_" + kind);
   std::string training;
   for (const auto& g : wordnet_glosses(0, 2000)) training += g + "\n";
-  auto tokenizer = spread::train_sentencepiece("bpe", 500, training, dir.string());
+  training += "markup such as <b> or </p>, hex such as 0x41\n";  // the characters of the pieces' names in kUnseen
+  auto tokenizer = spread::train_sentencepiece(kind, 500, training, dir.string());
   tokenizer->save(dir.string());
   write_hf_tokenizer(dir, *tokenizer, dir / "hf");
   auto lines = wordnet_glosses(2000, 3000);  // text the tokenizer did not learn from
   lines.insert(lines.end(), kUnseen.begin(), kUnseen.end());
+  const auto snowman = tokenizer->encode(kUnseen[0]);
+  EXPECT_TRUE(std::any_of(snowman.begin(), snowman.end(), [](int32_t id) { return id >= 3 && id < 259; }))
+      << "the unseen lines must exercise byte fallback";
   EXPECT_EQ(run_node_check(package, dir / "hf", *tokenizer, lines, dir), 0);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+
+TEST(ExportTokenizer, SentencepieceBpeGivesSpreadsIdsInTokenizersJs) { check_sentencepiece_export("bpe"); }
+
+TEST(ExportTokenizer, SentencepieceUnigramGivesSpreadsIdsInTokenizersJs) { check_sentencepiece_export("unigram"); }
+
+TEST(ExportTokenizer, UnigramKeepsControlAndBytePiecesOutOfTextAndScoresTheRest) {
+  auto dir = fresh_temp_dir("export_tok_unigram_scores");
+  std::string training;
+  for (const auto& g : wordnet_glosses(0, 500)) training += g + "\n";
+  auto tokenizer = spread::train_sentencepiece("unigram", 400, training, dir.string());
+  tokenizer->save(dir.string());
+  const auto pieces = spread::read_sentencepiece_pieces(file_bytes(dir / "tokenizer.model"), "m.model");
+  auto json = spread::hf_tokenizer_json(dir.string(), *tokenizer);
+  ASSERT_TRUE(json.has_value());
+  const auto& model = (*json)["model"];
+  EXPECT_EQ(model["type"], "Unigram");
+  EXPECT_EQ(model["unk_id"], 0);
+  EXPECT_EQ(model["byte_fallback"], true);
+  ASSERT_EQ(model["vocab"].size(), pieces.size());
+  for (size_t id = 0; id < pieces.size(); ++id) {
+    EXPECT_EQ(model["vocab"][id][0], pieces[id].piece) << id;
+    const double score = model["vocab"][id][1];
+    if (pieces[id].type == 1) EXPECT_FLOAT_EQ(float(score), pieces[id].score) << id;
+    else EXPECT_LE(score, -1e8) << id << " (" << pieces[id].piece << ") must be unreachable from text";
+  }
   fs::remove_all(dir);
 }
 

@@ -98,8 +98,13 @@ void add_sentence_transformers_files(const Recipe& recipe, const TransformerConf
 // "<0x2C>" for a byte piece), in id order; the decoded text where the kind has no tokenizer.json.
 nlohmann::json skiplist_words(const Tokenizer& tokenizer, const std::optional<nlohmann::json>& tokenizer_json) {
   std::map<int64_t, std::string> vocab;
-  if (tokenizer_json)
-    for (const auto& [piece, id] : (*tokenizer_json)["model"]["vocab"].items()) vocab[id.get<int64_t>()] = piece;
+  if (tokenizer_json) {
+    const nlohmann::json& entries = (*tokenizer_json)["model"]["vocab"];
+    if (entries.is_array())  // Unigram: [piece, score] in id order
+      for (size_t id = 0; id < entries.size(); ++id) vocab[int64_t(id)] = entries[id][0].get<std::string>();
+    else  // BPE: piece -> id
+      for (const auto& [piece, id] : entries.items()) vocab[id.get<int64_t>()] = piece;
+  }
   nlohmann::json words = nlohmann::json::array();
   const std::vector<bool> skip = punctuation_ids(tokenizer);
   for (size_t id = 0; id < skip.size(); ++id)

@@ -173,28 +173,64 @@ int64_t base_vocab_size(const Tokenizer& tokenizer) {
   return tokenizer.vocab_size() - int64_t(reserved_ids(tokenizer).size());
 }
 
-nlohmann::json sentencepiece_bpe_json(const std::string& run_dir, const Tokenizer& tokenizer) {
+// The run's sentencepiece pieces, one per base id (UserError naming the file when they do not fit the tokenizer).
+std::vector<SentencePieceEntry> run_pieces(const std::string& run_dir, const Tokenizer& tokenizer) {
   const std::string path = (fs::path(run_dir) / "tokenizer.model").string();
   auto bytes = read_whole_file(path);
   if (!bytes) throw user_error(path, 0, "", "cannot read the run's sentencepiece model");
-  const auto pieces = read_sentencepiece_pieces(*bytes, path);
+  auto pieces = read_sentencepiece_pieces(*bytes, path);
   if (int64_t(pieces.size()) != base_vocab_size(tokenizer))
     throw user_error(path, 0, "", fmt::format("holds {} pieces but the run's tokenizer has {} ids", pieces.size(),
                                               base_vocab_size(tokenizer)));
+  return pieces;
+}
+
+// spread's sentencepiece settings (identity normalisation, no dummy prefix, whitespace kept) as HF's normalizer
+// and decoder: spaces are "\u2581" in pieces, byte pieces decode to their bytes.
+nlohmann::json sentencepiece_normalizer() {
+  return {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}};
+}
+nlohmann::json sentencepiece_decoder() {
+  return {{"type", "Sequence"},
+          {"decoders", {{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
+                        {{"type", "ByteFallback"}},
+                        {{"type", "Fuse"}}}}};
+}
+
+nlohmann::json sentencepiece_bpe_json(const std::string& run_dir, const Tokenizer& tokenizer) {
+  const auto pieces = run_pieces(run_dir, tokenizer);
   std::map<std::string, int64_t> ids;
   nlohmann::json vocab = nlohmann::json::object();
   for (size_t i = 0; i < pieces.size(); ++i) {
     ids.emplace(pieces[i].piece, int64_t(i));
     vocab[pieces[i].piece] = int64_t(i);
   }
-  const nlohmann::json normalizer = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}};
-  const nlohmann::json decoder = {
-      {"type", "Sequence"},
-      {"decoders", {{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
-                    {{"type", "ByteFallback"}},
-                    {{"type", "Fuse"}}}}};
-  return tokenizer_file(tokenizer, normalizer, decoder,
+  return tokenizer_file(tokenizer, sentencepiece_normalizer(), sentencepiece_decoder(),
                         bpe_model(vocab, bpe_merges(pieces, ids), /*byte_fallback=*/true));
+}
+
+// Sentencepiece's Viterbi matches only normal and user-defined pieces in text; HF's Unigram matches every vocabulary
+// entry, so "<s>" or "<0x41>" typed as text would become a control or byte piece there (transformers' converter keeps
+// their score 0, the best of all). Giving them a score no path can afford keeps them out of every segmentation while
+// byte fallback and the decoder still find them by name. One case no score can cover: HF scores an unknown
+// character below every piece, so a name typed next to a character the tokenizer never saw ("<s>" when "<" is
+// unseen) still comes out as that piece there, where spread keeps it text.
+constexpr double kUnreachableScore = -1e9;
+
+nlohmann::json sentencepiece_unigram_json(const std::string& run_dir, const Tokenizer& tokenizer) {
+  const auto pieces = run_pieces(run_dir, tokenizer);
+  nlohmann::json vocab = nlohmann::json::array();
+  int64_t unk_id = -1;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const bool matchable = pieces[i].type == 1 || pieces[i].type == 4;
+    if (pieces[i].type == 2) unk_id = int64_t(i);
+    vocab.push_back({pieces[i].piece, matchable ? double(pieces[i].score) : kUnreachableScore});
+  }
+  if (unk_id < 0)
+    throw user_error((fs::path(run_dir) / "tokenizer.model").string(), 0, "", "has no <unk> piece",
+                     "copy the run's tokenizer.model again");
+  const nlohmann::json model = {{"type", "Unigram"}, {"unk_id", unk_id}, {"vocab", vocab}, {"byte_fallback", true}};
+  return tokenizer_file(tokenizer, sentencepiece_normalizer(), sentencepiece_decoder(), model);
 }
 
 nlohmann::json char_json(const Tokenizer& tokenizer) {
@@ -222,6 +258,7 @@ std::vector<SentencePieceEntry> read_sentencepiece_pieces(const std::string& mod
 std::optional<nlohmann::json> hf_tokenizer_json(const std::string& run_dir, const Tokenizer& tokenizer) {
   if (tokenizer.kind() == "char") return char_json(tokenizer);
   if (tokenizer.kind() == "bpe") return sentencepiece_bpe_json(run_dir, tokenizer);
+  if (tokenizer.kind() == "unigram") return sentencepiece_unigram_json(run_dir, tokenizer);
   return std::nullopt;
 }
 

@@ -7,8 +7,9 @@
 //                        normalizer that reproduces spread's settings (identity normalisation, no dummy prefix,
 //                        whitespace kept) and the Replace / ByteFallback / Fuse decoder
 //   char                 a BPE model without merges over the code points (one id per character)
-//   unigram              none yet: the JavaScript implementation used to check it has no byte fallback for
-//                        Unigram, so characters unseen in training could not be checked
+//   unigram (sentencepiece)  a Unigram model with byte fallback over the pieces and their scores (control, byte
+//                        and unknown pieces unreachable from text, as in sentencepiece, except a name spelled with a
+//                        character never seen in training), the same normalizer and decoder
 // Encoder runs list their reserved ids as special added tokens ([PAD] [CLS] [SEP] [MASK], and [Q] [D] where the
 // tokenizer has them, so that PyLate's convert_tokens_to_ids("[Q]") finds spread's marker) and frame texts as
 // "[CLS] text [SEP]" with a TemplateProcessing post processor, as encode_for_encoder does (encode with
@@ -33,7 +34,7 @@ struct SentencePieceEntry {
 // 3 type}), read from the protobuf wire format. UserError naming `source` for a malformed file.
 std::vector<SentencePieceEntry> read_sentencepiece_pieces(const std::string& model_bytes, const std::string& source);
 
-// tokenizer.json for the tokenizer saved in run_dir, or nullopt for a kind that has none yet (unigram).
+// tokenizer.json for the tokenizer saved in run_dir, or nullopt for a kind that has none.
 std::optional<nlohmann::json> hf_tokenizer_json(const std::string& run_dir, const Tokenizer& tokenizer);
 
 // tokenizer_config.json (PreTrainedTokenizerFast and its special tokens; [Q] [D] as additional_special_tokens).
