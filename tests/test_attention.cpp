@@ -17,7 +17,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int64_t kB = 2, kH = 3, kT = 7, kD = 5, kC = kH * kD;
 
 // The independent reference, on [B, T, 3C] (layout [q | k | v]) -> [B, T, C].
-torch::Tensor reference_attention(const torch::Tensor& qkv, const torch::Tensor& mask, int64_t n_head) {
+// noise (optional): [B*H, T, T] factors multiplying the probabilities (attention dropout).
+torch::Tensor reference_attention(const torch::Tensor& qkv, const torch::Tensor& mask, int64_t n_head,
+                                  const torch::Tensor& noise = {}) {
   const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, D = C / n_head;
   auto split_heads = [&](const torch::Tensor& x) { return x.view({B, T, n_head, D}).transpose(1, 2); };
   auto parts = qkv.split(C, -1);
@@ -25,7 +27,9 @@ torch::Tensor reference_attention(const torch::Tensor& qkv, const torch::Tensor&
   auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(double(D));
   if (mask.defined()) scores = scores + mask;
   auto e = torch::exp(scores - std::get<0>(scores.max(-1, true)));
-  return torch::matmul(e / e.sum(-1, true), v).transpose(1, 2).reshape({B, T, C});
+  auto probs = e / e.sum(-1, true);
+  if (noise.defined()) probs = probs * noise.view({B, n_head, T, T});
+  return torch::matmul(probs, v).transpose(1, 2).reshape({B, T, C});
 }
 
 torch::Tensor causal_mask(int64_t T = kT) { return torch::full({T, T}, -kInf).triu(1).view({1, 1, T, T}); }
@@ -143,11 +147,74 @@ TEST_F(FusedAttention, MatchesTheUnfusedPathInFloat) {
   }
 }
 
+// y and dL/dqkv of L = sum(y * weights) through one attention function.
+template <class Attention>
+Result differentiate(const torch::Tensor& qkv, const torch::Tensor& weights, Attention attention) {
+  auto x = qkv.detach().clone().requires_grad_(true);
+  auto y = attention(x);
+  return {y.detach(), torch::autograd::grad({(y * weights).sum()}, {x})[0]};
+}
+
+TEST_F(FusedAttention, DropoutMatchesTheFormulaWithTheNoiseOfTheGenerator) {
+  // The noise at::dropout draws on [B*H, T, T] probabilities: bernoulli(1 - p) / (1 - p) from the default generator.
+  // The reference draws it itself after the same seed and applies it in float64; values and gradients must agree.
+  const double p = 0.3;
+  for (const auto& mask : {torch::Tensor(), causal_mask() + padding_mask()}) {
+    torch::manual_seed(6);
+    auto qkv = torch::randn({kB, kT, 3 * kC});
+    auto weights = torch::randn({kB, kT, kC});
+    torch::manual_seed(11);
+    auto fused = differentiate(qkv, weights, [&](const torch::Tensor& x) {
+      return spread::fused_attention(x, mask, kH, p);
+    });
+    torch::manual_seed(11);
+    auto noise = torch::empty({kB * kH, kT, kT}).bernoulli_(1 - p).div_(1 - p).to(torch::kDouble);
+    auto ref = differentiate(qkv.to(torch::kDouble), weights.to(torch::kDouble), [&](const torch::Tensor& x) {
+      return reference_attention(x, mask.defined() ? mask.to(torch::kDouble) : mask, kH, noise);
+    });
+    auto plain = run(qkv, weights, true, mask);
+    EXPECT_FALSE(torch::allclose(plain.y, fused.y, 1e-3, 1e-3)) << "dropout must change the output";
+    const double tol = 2e-5;
+    EXPECT_TRUE(torch::allclose(fused.y.to(torch::kDouble), ref.y, tol, tol))
+        << (fused.y.to(torch::kDouble) - ref.y).abs().max().item<double>();
+    EXPECT_TRUE(torch::allclose(fused.grad.to(torch::kDouble), ref.grad, tol, tol))
+        << (fused.grad.to(torch::kDouble) - ref.grad).abs().max().item<double>();
+  }
+}
+
+TEST_F(FusedAttention, DropoutMatchesTheUnfusedPathOnTheSameGeneratorState) {
+  // Which path runs must not change a run's numbers: the same seed gives the same masks on both.
+  torch::manual_seed(7);
+  auto qkv = torch::randn({kB, kT, 3 * kC});
+  auto weights = torch::randn({kB, kT, kC});
+  torch::manual_seed(12);
+  auto fused = differentiate(qkv, weights, [&](const torch::Tensor& x) {
+    return spread::fused_attention(x, causal_mask(), kH, 0.2);
+  });
+  torch::manual_seed(12);
+  auto unfused = differentiate(qkv, weights, [&](const torch::Tensor& x) {
+    return spread::unfused_attention(x, causal_mask(), kH, 0.2, /*recompute=*/true);
+  });
+  EXPECT_TRUE(torch::allclose(fused.y, unfused.y, 1e-5, 1e-6)) << (fused.y - unfused.y).abs().max().item<double>();
+  EXPECT_TRUE(torch::allclose(fused.grad, unfused.grad, 1e-5, 1e-6));
+}
+
+TEST(AttentionDropoutNoise, KeepsOneMinusPOfTheEntriesScaledByItsInverse) {
+  torch::manual_seed(8);
+  const double p = 0.25;
+  auto noise = spread::attention_dropout_noise(16, 32, p, torch::TensorOptions().dtype(torch::kFloat));
+  ASSERT_EQ(noise.sizes(), (std::vector<int64_t>{16, 32, 32}));
+  const double n = double(noise.numel()), kept = (noise > 0).sum().item<double>();
+  EXPECT_NEAR(kept / n, 1 - p, 4 * std::sqrt(p * (1 - p) / n));  // 4 binomial standard deviations
+  EXPECT_TRUE(torch::all((noise == 0) | (noise == float(1 / (1 - p)))).item<bool>());
+}
+
 TEST_F(FusedAttention, RejectsAMaskOfTheWrongShape) {
   auto qkv = torch::randn({kB, kT, 3 * kC});
   EXPECT_THROW(spread::fused_attention(qkv, torch::zeros({kB, kT}), kH), c10::Error);
   EXPECT_THROW(spread::fused_attention(qkv, torch::zeros({1, 1, kT + 1, kT + 1}), kH), c10::Error);
   EXPECT_THROW(spread::fused_attention(torch::randn({kB, kT, 3 * kC + 1}), {}, kH), c10::Error);
+  EXPECT_THROW(spread::fused_attention(qkv, {}, kH, 1.0), c10::Error);
 }
 
 }  // namespace

@@ -80,6 +80,11 @@ void add_row(float* row, const float* mask_row, int cols) {
   for (int j = 0; j < cols; ++j) row[j] += mask_row[j];
 }
 
+SPREAD_VECTOR_CLONES void multiply(float* x, const float* by, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) x[i] *= by[i];
+}
+
 // Scores (already scaled) plus mask to probabilities, in place, row by row; lse gets each row's log-sum-exp.
 // A row with nothing to attend to becomes NaN, as LibTorch's softmax makes it.
 SPREAD_VECTOR_CLONES void softmax_rows(float* s, const float* mask, int64_t mask_ld, int rows, int cols,
@@ -166,8 +171,10 @@ at::Tensor checked_mask(const at::Tensor& mask, const at::Tensor& qkv) {
 struct FusedAttention : torch::autograd::Function<FusedAttention> {
   // mask is an optional: LibTorch's custom functions take an undefined input only that way.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qkv, const c10::optional<at::Tensor>& mask,
-                            int64_t n_head) {
+                            int64_t n_head, const c10::optional<at::Tensor>& dropout_noise) {
     const at::Tensor m = mask.value_or(at::Tensor());
+    const at::Tensor noise = dropout_noise.value_or(at::Tensor());
+    const float* noise_all = noise.defined() ? noise.data_ptr<float>() : nullptr;
     const Geometry g(qkv, m, n_head);
     auto y = at::empty({g.B, g.T, g.C}, qkv.options());
     auto lse = at::empty({g.heads, g.T}, qkv.options());
@@ -180,6 +187,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
       for (int64_t bh = begin; bh < end; ++bh) {
         g.scaled_scores(x, bh, scores.data());
         softmax_rows(scores.data(), g.mask_of(bh), g.mask_ld, T, T, lse_all + bh * T);
+        if (noise_all) multiply(scores.data(), noise_all + bh * T * T, int64_t(T) * T);
         const float* v = x + g.qkv_offset(bh) + 2 * g.C;
         gemm(false, false, T, D, T, 1.0f, scores.data(), T, v, 3 * g.C, 0.0f, out + g.out_offset(bh), g.C);
       }
@@ -187,6 +195,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     ctx->save_for_backward({qkv});
     ctx->saved_data["lse"] = lse;  // internal, never differentiated
     if (m.defined()) ctx->saved_data["mask"] = m;  // a constant: no gradient, no version check needed
+    if (noise.defined()) ctx->saved_data["noise"] = noise;  // internal, like lse
     ctx->saved_data["n_head"] = n_head;
     return y;
   }
@@ -196,6 +205,9 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     const at::Tensor lse = ctx->saved_data["lse"].toTensor();
     const auto found = ctx->saved_data.find("mask");
     const at::Tensor mask = found == ctx->saved_data.end() ? at::Tensor() : found->second.toTensor();
+    const auto noise_found = ctx->saved_data.find("noise");
+    const float* noise_all =
+        noise_found == ctx->saved_data.end() ? nullptr : noise_found->second.toTensor().data_ptr<float>();
     const Geometry g(qkv, mask, ctx->saved_data["n_head"].toInt());
     const at::Tensor grad_y = grads[0].contiguous();
     auto grad_qkv = at::empty_like(qkv);
@@ -210,14 +222,18 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
         const float *q = x + g.qkv_offset(bh), *k = q + C, *v = q + 2 * C, *dy = dy_all + g.out_offset(bh);
         float *dq = dx + g.qkv_offset(bh), *dk = dq + C, *dv = dq + 2 * C;
         g.scaled_scores(x, bh, probs.data());
+        // With dropout y = (P * noise) v: dL/d(P * noise) = dy v^T, dL/dP = that * noise, and dv uses P * noise.
+        const float* noise = noise_all ? noise_all + bh * T * T : nullptr;
         gemm(false, true, T, T, D, 1.0f, dy, C, v, ld, 0.0f, dprobs.data(), T);
+        if (noise) multiply(dprobs.data(), noise, int64_t(T) * T);
         softmax_backward_rows(probs.data(), dprobs.data(), g.mask_of(bh), g.mask_ld, T, T, lse_all + bh * T);
+        if (noise) multiply(probs.data(), noise, int64_t(T) * T);
         gemm(true, false, T, D, T, 1.0f, probs.data(), T, dy, C, 0.0f, dv, ld);
         gemm(false, false, T, D, T, g.scale, dprobs.data(), T, k, ld, 0.0f, dq, ld);
         gemm(true, false, T, D, T, g.scale, dprobs.data(), T, q, ld, 0.0f, dk, ld);
       }
     });
-    return {grad_qkv, at::Tensor(), at::Tensor()};
+    return {grad_qkv, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -227,14 +243,25 @@ bool fused_attention_supported(const at::Tensor& qkv) {
   return qkv.is_cpu() && qkv.scalar_type() == at::kFloat && blas_sgemm() != nullptr;
 }
 
-at::Tensor fused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_t n_head) {
+at::Tensor attention_dropout_noise(int64_t heads, int64_t T, double p, const at::TensorOptions& options) {
+  auto noise = at::empty({heads, T, T}, options);
+  noise.bernoulli_(1 - p);
+  noise.div_(1 - p);
+  return noise;
+}
+
+at::Tensor fused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_t n_head, double dropout) {
   TORCH_CHECK(fused_attention_supported(qkv), "fused_attention: needs a CPU float32 qkv and a loaded BLAS");
   TORCH_CHECK(qkv.dim() == 3 && qkv.size(2) % (3 * n_head) == 0, "fused_attention: qkv must be [B, T, 3C] with C ",
               "divisible by n_head = ", n_head, ", got ", qkv.sizes());
   TORCH_CHECK(qkv.size(1) <= std::numeric_limits<int>::max() && qkv.size(2) <= std::numeric_limits<int>::max(),
               "fused_attention: T and 3C must fit BLAS's int, got ", qkv.sizes());
+  TORCH_CHECK(dropout >= 0 && dropout < 1, "fused_attention: dropout must be in [0, 1), got ", dropout);
   const at::Tensor m = checked_mask(mask, qkv);
-  return FusedAttention::apply(qkv.contiguous(), m.defined() ? c10::optional<at::Tensor>(m) : c10::nullopt, n_head);
+  auto optional = [](const at::Tensor& t) { return t.defined() ? c10::optional<at::Tensor>(t) : c10::nullopt; };
+  const at::Tensor noise =
+      dropout > 0 ? attention_dropout_noise(qkv.size(0) * n_head, qkv.size(1), dropout, qkv.options()) : at::Tensor();
+  return FusedAttention::apply(qkv.contiguous(), optional(m), n_head, optional(noise));
 }
 
 at::Tensor unfused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_t n_head, double dropout,

@@ -55,8 +55,8 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Te
               "SelfAttention: mask must be the additive 4-D mask of attention_mask(), not key padding");
   auto qkv_out = qkv->forward(x);  // [B, T, 3C]
   const double attention_dropout = is_training() ? dropout_ : 0.0;
-  auto y = attention_dropout == 0 && fused_attention_supported(qkv_out)
-               ? fused_attention(qkv_out, mask, n_head_)
+  auto y = fused_attention_supported(qkv_out)
+               ? fused_attention(qkv_out, mask, n_head_, attention_dropout)
                : unfused_attention(qkv_out, mask, n_head_, attention_dropout, recompute_);
   return maybe_dropout(proj->forward(y), dropout_, is_training());
 }

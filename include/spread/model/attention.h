@@ -7,7 +7,7 @@
 // each way. Here the heads run in parallel (at::parallel_for; one after another beside OpenBLAS's pthread build,
 // which threads each call itself), each with direct BLAS calls on strided views of qkv and a softmax in cache,
 // and only the row log-sum-exp [B, H, T] is kept: backward recomputes the probabilities (as FlashAttention
-// does), so no [B*H, T, T] tensor is ever stored.
+// does), so no [B*H, T, T] tensor is stored (except attention dropout's noise, when there is dropout).
 #include <ATen/core/Tensor.h>
 
 namespace spread {
@@ -20,11 +20,17 @@ bool fused_attention_supported(const at::Tensor& qkv);
 // qkv: [B, T, 3C] float32 on CPU; mask: the additive [1 | B, 1, 1 | T, T] mask (0 = attend, -inf = masked), as
 // SelfAttention::attention_mask builds it, or undefined; n_head = H. Returns y = [B, T, C]. A fully masked query
 // row gives NaN, as softmax does, and then its head's whole k and v gradients are NaN, as on the unfused path.
-// First-order gradients (for qkv only; the mask is a constant).
-at::Tensor fused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_t n_head);
+// First-order gradients (for qkv only; the mask is a constant). dropout > 0 drops attention probabilities with
+// attention_dropout_noise's [B*H, T, T] noise, drawn from LibTorch's default generator exactly as at::dropout draws
+// it on the unfused path (so both paths, GradCache's replayed RNG state and resumed runs see the same masks); the
+// noise is kept for backward, as at::dropout keeps it.
+at::Tensor fused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_t n_head, double dropout = 0.0);
+
+// at::dropout's noise for probabilities of shape [heads, T, T]: bernoulli(1 - p) / (1 - p).
+at::Tensor attention_dropout_noise(int64_t heads, int64_t T, double p, const at::TensorOptions& options);
 
 // The same attention from LibTorch operators (any device): heads split into [3, B*H, T, D] and merged back by
-// copies. dropout > 0 drops attention probabilities (training only; the fused kernel has no dropout);
+// copies. dropout > 0 drops attention probabilities (training only);
 // otherwise recompute picks model/recompute.h's attention_core, which keeps no [B*H, T, T] tensor.
 at::Tensor unfused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_t n_head, double dropout,
                              bool recompute);

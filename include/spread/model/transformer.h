@@ -29,7 +29,7 @@ struct TransformerConfig {
 };
 
 // Multi-head self-attention with one fused QKV projection and an additive mask. On CPU float32 with LibTorch's BLAS
-// visible (and without attention dropout in training) the attention is one fused autograd node over the
+// visible (with or without attention dropout) the attention is one fused autograd node over the
 // projection's output (model/attention.h); elsewhere LibTorch operators, with cfg.recompute one node that keeps
 // no [B*H, T, T] tensor.
 class SelfAttentionImpl : public torch::nn::Module {
