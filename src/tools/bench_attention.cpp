@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
       "tokens", "T", cxxopts::value<int64_t>()->default_value("64"))(
       "head-dim", "D", cxxopts::value<int64_t>()->default_value("32"))(
       "pairs", "alternating pairs", cxxopts::value<int64_t>()->default_value("40"))(
+      "dropout", "attention dropout on both paths", cxxopts::value<double>()->default_value("0"))(
       "threads", "0 = the trainer's default", cxxopts::value<int64_t>()->default_value("0"))("h,help", "help");
   const auto args = options.parse(argc, argv);
   if (args.count("help")) {
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
   }
   const int64_t B = args["batch"].as<int64_t>(), H = args["heads"].as<int64_t>(), T = args["tokens"].as<int64_t>(),
                 D = args["head-dim"].as<int64_t>(), pairs = args["pairs"].as<int64_t>();
+  const double dropout = args["dropout"].as<double>();
   const spread::ThreadPlan threads = spread::apply_threads(args["threads"].as<int64_t>());
   torch::manual_seed(0);
   auto qkv = torch::randn({B, T, 3 * H * D}).requires_grad_(true);
@@ -56,19 +58,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_attention: no fused kernel here (no BLAS sgemm_ in the process)\n");
     return 2;
   }
-  const AttentionFn fused = [&](const torch::Tensor& x) { return spread::fused_attention(x, mask, H); };
+  const AttentionFn fused = [&](const torch::Tensor& x) { return spread::fused_attention(x, mask, H, dropout); };
   const AttentionFn unfused = [&](const torch::Tensor& x) {
-    return spread::unfused_attention(x, mask, H, /*dropout=*/0.0, /*recompute=*/true);
+    return spread::unfused_attention(x, mask, H, dropout, /*recompute=*/true);
   };
   for (int i = 0; i < 3; ++i) forward_backward_ms(fused, qkv, grad_y), forward_backward_ms(unfused, qkv, grad_y);
   const auto t = spread::bench::alternate_pairs(
       pairs, [&] { return forward_backward_ms(fused, qkv, grad_y); },
       [&] { return forward_backward_ms(unfused, qkv, grad_y); });
   const double f = t.median_a(), u = t.median_b(), speedup = t.median_ratio();
-  std::printf("attention B=%lld H=%lld T=%lld D=%lld, threads %d intra-op / %d BLAS, %lld pairs: forward+backward "
+  std::printf("attention B=%lld H=%lld T=%lld D=%lld dropout %.2f, threads %d intra-op / %d BLAS, %lld pairs: forward+backward "
               "median fused %.3f ms, unfused %.3f ms, unfused/fused %.2fx (median of per-pair ratios)\n",
               static_cast<long long>(B), static_cast<long long>(H), static_cast<long long>(T),
-              static_cast<long long>(D), threads.intra_op, threads.blas, static_cast<long long>(pairs), f, u, speedup);
+              static_cast<long long>(D), dropout, threads.intra_op, threads.blas, static_cast<long long>(pairs), f, u, speedup);
   std::printf("{\"fused_ms\": %.4f, \"unfused_ms\": %.4f, \"speedup\": %.4f, \"pairs\": %lld}\n", f, u, speedup,
               static_cast<long long>(pairs));
   return 0;
