@@ -17,6 +17,7 @@
 #include "spread/runtime/precision.h"
 #include "spread/train/checkpoint.h"
 #include "spread/train/trainer.h"
+#include "spread/util/error.h"
 
 namespace fs = std::filesystem;
 
@@ -173,6 +174,19 @@ TEST(MixedLinear, ModelLossesInBf16StayWithinTolerancesOfFloat32) {
   auto ga = torch::cat(a.grads), gb = torch::cat(b.grads);
   EXPECT_GT(torch::cosine_similarity(ga, gb, 0).item<double>(), 0.99);
   EXPECT_NEAR(gb.norm().item<double>(), ga.norm().item<double>(), 0.02 * ga.norm().item<double>());
+}
+
+TEST(Precision, RecipeKeyIsFp32ByDefaultAndRejectsOtherNamesByKey) {
+  EXPECT_EQ(spread::parse_recipe("", "r.toml").train.precision, "fp32");
+  EXPECT_EQ(spread::parse_recipe("[train]\nprecision = \"bf16\"\n", "r.toml").train.precision, "bf16");
+  for (const char* bad : {"[train]\nprecision = \"fp16\"\n", "[train]\nprecision = 16\n"}) {
+    try {
+      spread::parse_recipe(bad, "r.toml");
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const spread::UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("train.precision"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Precision, Fp32IsNeverChangedAndTheEnvironmentForcesTheFallback) {
