@@ -4,6 +4,8 @@
 # MFU = model FLOPs per second (6N + 12*L*C*T per token, as nanoGPT) over the float32 matmul peak measured in
 # this same run. Also: peak RSS, the speed of nanoGPT on the same shapes (scripts/nanogpt_ref.py, alternating
 # with spread over ROUNDS rounds, default 2) and the cost of dispersion loss on shape B (last and all layers).
+# And bf16 mixed precision (train.precision = "bf16") against float32 on shape B, alternating in one process, with
+# MFU against this run's float32 and bf16 matmul peaks (BF16_ONLY=1: the peaks and this comparison only).
 # Usage: scripts/bench_lm.sh [DATA_FILE]     (default ../shared/data/tinyshakespeare/input.txt)
 # BLAS: OPENBLAS_CORETYPE is left as the environment has it; `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
 # scripts/bench_lm.sh` lets spread choose the core itself.
@@ -20,8 +22,9 @@ steps_a=${STEPS_A:-500} steps_b=${STEPS_B:-40} pairs=${PAIRS:-16}
 json_field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1].splitlines()[-1])[sys.argv[2]])' "$1" "$2"; }
 matmul=$(build/bench_matmul)
 peak=$(json_field "$matmul" matmul_peak_gflops)
+bf16_peak=$(json_field "$matmul" bf16_matmul_peak_gflops)
 echo "matmul peak: ${peak} GFLOP/s ($(json_field "$matmul" blas) $(json_field "$matmul" threading)," \
-     "core $(json_field "$matmul" core), $(json_field "$matmul" origin))"
+     "core $(json_field "$matmul" core), $(json_field "$matmul" origin)); bf16 (oneDNN): ${bf16_peak} GFLOP/s"
 # The reference runs under the same BLAS core: the one spread chose itself, if it did.
 ref_env=()
 [[ "$(json_field "$matmul" origin)" == "spread (auto)" ]] && ref_env=(OPENBLAS_CORETYPE="$(json_field "$matmul" core)")
@@ -35,6 +38,28 @@ shape_b=(--set model.n_layer=6 --set model.n_head=6 --set model.n_embd=384 --set
          --set train.batch_size=8 --set train.max_steps="$steps_b")
 ref_a=(--n-layer 4 --n-head 4 --n-embd 128 --block 64 --batch 12 --steps "$steps_a")
 ref_b=(--n-layer 6 --n-head 6 --n-embd 384 --block 256 --batch 8 --steps "$steps_b")
+
+# bf16 against float32 on shape B: two models of the same initial weights take steps in turn (bench_step), so the
+# machine's drift lands on both; the ratio is the median of the per-pair ratios.
+bf16_vs_fp32() {
+  local r
+  r=$(build/bench_step recipes/shakespeare_char.toml "${common[@]}" "${shape_b[@]}" --pairs "$pairs" \
+        --with train.precision=bf16 | tee "$out/bf16.log")
+  grep '^precision\|^warning' "$out/bf16.log" || true
+  python3 - "$(tail -1 <<<"$r")" "$peak" "$bf16_peak" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
+import json, sys
+r, peak, bf16_peak, load = json.loads(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+tps = lambda ms: r["tokens_per_step"] / (ms / 1e3)
+mfu = lambda ms, p: 100 * tps(ms) * r["flops_per_token"] / (p * 1e9) if p > 0 else float("nan")
+a, b = r["a_ms"], r["b_ms"]
+print(f'shape B fp32: {tps(a):.0f} tokens/s, MFU {mfu(a, peak):.1f}% of the fp32 peak')
+print(f'shape B {r["b_precision"]}: {tps(b):.0f} tokens/s, MFU {mfu(b, bf16_peak):.1f}% of the bf16 peak '
+      f'({mfu(b, peak):.1f}% of the fp32 peak)')
+print(f'bf16 / fp32 speed: {1 / (1 + r["cost_pct"] / 100):.3f}x (median of {r["pairs"]} alternating pairs; '
+      f'load average {load})')
+PY
+}
+if [[ "${BF16_ONLY:-0}" == 1 ]]; then bf16_vs_fp32; exit 0; fi
 
 # Median tokens/s over the logged windows after the first (warm-up), MFU and peak RSS of one run.
 measure() {
@@ -110,6 +135,7 @@ c=$(cost)
 echo "dispersion (last layer) step-time cost on B: ${c}% (median of per-pair ratios, $pairs alternating pairs)"
 c=$(cost --with loss.dispersion.layers=all)
 echo "dispersion (all layers) step-time cost on B: ${c}%"
+bf16_vs_fp32
 if [[ "${THREADS_SWEEP:-0}" == 1 ]]; then
   for t in 1 2; do
     r=$(measure a_t$t "${shape_a[@]}" --set run.threads=$t)

@@ -223,6 +223,7 @@ const std::vector<Field>& schema() {
       int_field("model.head_dim", REF(model.head_dim), 1, 65536),
       string_field("train.objective", REF(train.objective), {"lm", "mlm", "contrastive", "maxsim"}),
       string_field("train.init_from", REF(train.init_from)),
+      string_field("train.precision", REF(train.precision), {"fp32", "bf16"}),
       int_field("train.batch_size", REF(train.batch_size), 1, 1 << 20),
       int_field("train.grad_accum", REF(train.grad_accum), 1, 1 << 16),
       int_field("train.max_steps", REF(train.max_steps), 1, kBig),

@@ -87,12 +87,16 @@ struct AttentionCore : torch::autograd::Function<AttentionCore> {
 };
 
 struct GeluLinear : torch::autograd::Function<GeluLinear> {
+  // matmul_dtype: the products' dtype (kFloat, or kBFloat16 for a float32 h and weight); see mixed_linear.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& h, const at::Tensor& weight,
-                            const c10::optional<at::Tensor>& bias) {
+                            const c10::optional<at::Tensor>& bias, at::ScalarType matmul_dtype) {
     const at::Tensor b = bias.value_or(at::Tensor());
     ctx->save_for_backward({h, weight});
     ctx->saved_data["has_bias"] = b.defined();
-    return at::linear(exact_gelu(h), weight, b);
+    ctx->saved_data["matmul_dtype"] = static_cast<int64_t>(matmul_dtype);
+    if (matmul_dtype == h.scalar_type()) return at::linear(exact_gelu(h), weight, b);
+    auto y = at::linear(exact_gelu(h).to(matmul_dtype), weight.to(matmul_dtype)).to(h.scalar_type());
+    return b.defined() ? y.add_(b) : y;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -100,10 +104,18 @@ struct GeluLinear : torch::autograd::Function<GeluLinear> {
     const at::Tensor &h = saved[0], &weight = saved[1];
     const int64_t n_in = weight.size(1), n_out = weight.size(0);
     auto grad_out = grads[0].reshape({-1, n_out});
-    auto grad_weight = grad_out.t().mm(exact_gelu(h).reshape({-1, n_in}));
     at::Tensor grad_bias = ctx->saved_data["has_bias"].toBool() ? grad_out.sum(0) : at::Tensor();
+    const auto low = static_cast<at::ScalarType>(ctx->saved_data["matmul_dtype"].toInt());
+    if (low != h.scalar_type()) {
+      // The same two products as below in bf16 (float32 accumulation); the bias gradient above stays float32.
+      auto grad_low = grad_out.to(low);
+      auto grad_weight = grad_low.t().mm(exact_gelu(h).reshape({-1, n_in}).to(low)).to(weight.scalar_type());
+      auto grad_h = exact_gelu_backward(grad_low.mm(weight.to(low)).to(h.scalar_type()).view(h.sizes()), h);
+      return {grad_h, grad_weight, grad_bias, at::Tensor()};
+    }
+    auto grad_weight = grad_out.t().mm(exact_gelu(h).reshape({-1, n_in}));
     auto grad_h = exact_gelu_backward(grad_out.mm(weight).view(h.sizes()), h);
-    return {grad_h, grad_weight, grad_bias};
+    return {grad_h, grad_weight, grad_bias, at::Tensor()};
   }
 };
 
@@ -127,8 +139,11 @@ at::Tensor attention_core(const at::Tensor& qkv, const at::Tensor& mask, int64_t
   return AttentionCore::apply(qkv, mask.defined() ? c10::optional<at::Tensor>(mask) : c10::nullopt, batch);
 }
 
-at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias) {
-  return GeluLinear::apply(h, weight, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);
+at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
+                       at::ScalarType matmul_dtype) {
+  // As mixed_linear: only a float32 h is multiplied in a narrower dtype.
+  if (matmul_dtype == at::kFloat || h.scalar_type() != at::kFloat) matmul_dtype = h.scalar_type();
+  return GeluLinear::apply(h, weight, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt, matmul_dtype);
 }
 
 }  // namespace spread

@@ -30,8 +30,20 @@ torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
 
 }  // namespace
 
+torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                           at::ScalarType dtype) {
+  // A 16-bit model (every parameter converted) or a float32 product: LibTorch's linear as it is.
+  if (dtype == at::kFloat || x.scalar_type() != at::kFloat) return at::linear(x, weight, bias);
+  // The product's output is rounded to `dtype` once (oneDNN accumulates in float32) and widened back: what
+  // follows (bias, residual adds, LayerNorm, GELU, attention) sees float32. The bias is added after the cast so
+  // that its gradient is a float32 sum over the batch.
+  auto y = at::linear(x.to(dtype), weight.to(dtype)).to(x.scalar_type());
+  return bias.defined() ? y + bias : y;
+}
+
 SelfAttentionImpl::SelfAttentionImpl(const TransformerConfig& cfg)
-    : n_head_(cfg.n_head), causal_(cfg.causal), recompute_(cfg.recompute), dropout_(cfg.dropout) {
+    : n_head_(cfg.n_head), causal_(cfg.causal), recompute_(cfg.recompute), dropout_(cfg.dropout),
+      matmul_dtype_(cfg.matmul_dtype) {
   qkv = register_module("qkv", make_linear(cfg.n_embd, 3 * cfg.n_embd, cfg.bias));
   proj = register_module("proj", make_linear(cfg.n_embd, cfg.n_embd, cfg.bias));
   auto ones = torch::ones({cfg.block_size, cfg.block_size});
@@ -53,22 +65,24 @@ torch::Tensor SelfAttentionImpl::attention_mask(const torch::Tensor& key_padding
 torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
   TORCH_CHECK(!mask.defined() || mask.dim() == 4,
               "SelfAttention: mask must be the additive 4-D mask of attention_mask(), not key padding");
-  auto qkv_out = qkv->forward(x);  // [B, T, 3C]
+  auto qkv_out = mixed_linear(x, qkv->weight, qkv->bias, matmul_dtype_);  // [B, T, 3C], float32
   const double attention_dropout = is_training() ? dropout_ : 0.0;
   auto y = fused_attention_supported(qkv_out)
                ? fused_attention(qkv_out, mask, n_head_, attention_dropout)
                : unfused_attention(qkv_out, mask, n_head_, attention_dropout, recompute_);
-  return maybe_dropout(proj->forward(y), dropout_, is_training());
+  return maybe_dropout(mixed_linear(y, proj->weight, proj->bias, matmul_dtype_), dropout_, is_training());
 }
 
-MlpImpl::MlpImpl(const TransformerConfig& cfg) : dropout_(cfg.dropout), recompute_(cfg.recompute) {
+MlpImpl::MlpImpl(const TransformerConfig& cfg)
+    : dropout_(cfg.dropout), recompute_(cfg.recompute), matmul_dtype_(cfg.matmul_dtype) {
   fc = register_module("fc", make_linear(cfg.n_embd, 4 * cfg.n_embd, cfg.bias));
   proj = register_module("proj", make_linear(4 * cfg.n_embd, cfg.n_embd, cfg.bias));
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  auto h = fc->forward(x);
-  auto y = recompute_ ? gelu_linear(h, proj->weight, proj->bias) : proj->forward(torch::gelu(h));
+  auto h = mixed_linear(x, fc->weight, fc->bias, matmul_dtype_);
+  auto y = recompute_ ? gelu_linear(h, proj->weight, proj->bias, matmul_dtype_)
+                      : mixed_linear(torch::gelu(h), proj->weight, proj->bias, matmul_dtype_);
   return maybe_dropout(y, dropout_, is_training());
 }
 
@@ -99,7 +113,7 @@ TransformerImpl::TransformerImpl(const TransformerConfig& cfg) : cfg_(cfg) {
 
 torch::Tensor TransformerImpl::token_vectors(const torch::Tensor& final_hidden) {
   TORCH_CHECK(!head.is_empty(), "token_vectors needs a model with head_dim > 0");
-  auto v = head->forward(final_hidden);
+  auto v = mixed_linear(final_hidden, head->weight, {}, cfg_.matmul_dtype);
   if (v.element_size() < 4) v = v.to(torch::kFloat);  // bf16 / fp16 models score in float32
   return torch::nn::functional::normalize(v, torch::nn::functional::NormalizeFuncOptions().dim(-1).eps(1e-12));
 }
@@ -136,7 +150,8 @@ TransformerOutput TransformerImpl::forward(const torch::Tensor& idx, bool want_h
     if (want_hidden) out.hidden.push_back(x);
   }
   out.final_hidden = ln_f->forward(x);
-  if (want_logits) out.logits = torch::matmul(out.final_hidden, wte->weight.t());  // tied output embedding
+  // Tied output embedding; the logits are float32 for the loss whatever the product's dtype.
+  if (want_logits) out.logits = mixed_linear(out.final_hidden, wte->weight, {}, cfg_.matmul_dtype);
   return out;
 }
 

@@ -3,7 +3,10 @@
 // A B B A A B ... so that the machine's drift (±15% within minutes here) cancels instead of landing on one side.
 // Prints the median step time of each and the cost of B over A (median of the per-pair ratios), then one JSON line.
 //   bench_step RECIPE [--set k=v ...] --with loss.dispersion.enabled=true [--pairs 16] [--warmup 2]
-// --with may only change the objective (the model, data and batch must stay the same), so that B - A is its cost.
+// --with may only change the objective (the model, data and batch must stay the same), so that B - A is its cost,
+// or train.precision: then A and B are two models of the same initial weights, each with its own optimizer, and
+// the line says what ran in bf16.
+//   bench_step RECIPE --with train.precision=bf16     (bf16 mixed precision against float32)
 #include <fmt/format.h>
 #include <torch/torch.h>
 #include <unistd.h>
@@ -15,6 +18,7 @@
 
 #include "spread/runtime/allocator.h"
 #include "spread/runtime/blas.h"
+#include "spread/runtime/precision.h"
 #include "spread/tasks/task.h"
 #include "spread/train/setup.h"
 #include "spread/train/step.h"
@@ -25,12 +29,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// B - A is the objective's cost only if nothing but [loss.*] differs (the model, data and optimizer are A's).
+// B - A is the objective's cost only if nothing but [loss.*] differs (the model, data and optimizer are A's), or
+// the precision the same model computes in.
 void require_same_apart_from_loss(const spread::Recipe& a, spread::Recipe b) {
   b.loss = a.loss;
+  b.train.precision = a.train.precision;
   if (spread::recipe_to_toml(a) != spread::recipe_to_toml(b))
-    throw spread::UserError("bench_step: --with may change only [loss.*] keys (the objective), not the model, data, "
-                            "run or training settings");
+    throw spread::UserError("bench_step: --with may change only [loss.*] keys (the objective) and train.precision, "
+                            "not the model, data, run or training settings");
 }
 
 // Steps at the recipe's peak learning rate: the schedule does not change what a step costs.
@@ -92,15 +98,30 @@ int run(int argc, char** argv) {
   auto task_a = spread::make_task(ra, dir.string(), device, quiet);
   auto task_b = spread::make_task(args.b, dir.string(), device, quiet);
 
-  torch::manual_seed(uint64_t(ra.run.seed));
-  spread::Transformer model(spread::model_config(ra, task_a->tokenizer().vocab_size()));
-  model->to(device);
-  model->train();
-  spread::FlatAdamW optimizer;
+  const spread::PrecisionPlan precision_a = spread::plan_precision(ra.train.precision, device);
+  const spread::PrecisionPlan precision_b = spread::plan_precision(args.b.train.precision, device);
+  for (const auto* p : {&precision_a, &precision_b})
+    if (p->requested == "bf16") fmt::print("{}\n", p->header_line());
+  auto make_model = [&](at::ScalarType matmul_dtype) {
+    torch::manual_seed(uint64_t(ra.run.seed));
+    auto cfg = spread::model_config(ra, task_a->tokenizer().vocab_size());
+    cfg.matmul_dtype = matmul_dtype;
+    spread::Transformer m(cfg);
+    m->to(device);
+    m->train();
+    return m;
+  };
+  // One model and one optimizer when only the objective changes: both objectives train the same weights, as in a
+  // run that switched terms on. Two (of the same initial weights) when the precision does.
+  spread::Transformer model = make_model(precision_a.matmul_dtype());
+  const bool two_models = precision_a.used != precision_b.used;
+  spread::Transformer model_b = two_models ? make_model(precision_b.matmul_dtype()) : model;
+  spread::FlatAdamW optimizer, optimizer_b_own;
   spread::add_adamw_groups(optimizer, model, ra.train);
-  // One model and one optimizer: both objectives train the same weights, as in a run that switched terms on.
+  if (two_models) spread::add_adamw_groups(optimizer_b_own, model_b, ra.train);
+  spread::FlatAdamW& optimizer_b = two_models ? optimizer_b_own : optimizer;
   Timer a{{model, optimizer, *task_a, ra.train}};
-  Timer b{{model, optimizer, *task_b, ra.train}};
+  Timer b{{model_b, optimizer_b, *task_b, ra.train}};
   for (int64_t i = 0; i < args.warmup; ++i) a.seconds(), b.seconds();
   const auto t = spread::bench::alternate_pairs(
       args.pairs, [&] { return a.seconds(); }, [&] { return b.seconds(); },
@@ -114,8 +135,11 @@ int run(int argc, char** argv) {
              "(median of {} alternating pairs; threads LibTorch {}, BLAS {})\n",
              1e3 * t.median_a(), tokens / t.median_a(), 1e3 * t.median_b(), tokens / t.median_b(), cost, args.pairs,
              plan.intra_op, plan.blas);
-  fmt::print("{{\"a_ms\": {:.2f}, \"b_ms\": {:.2f}, \"cost_pct\": {:.3f}, \"pairs\": {}}}\n", 1e3 * t.median_a(),
-             1e3 * t.median_b(), cost, args.pairs);
+  const double flops = spread::flops_per_token(model->config(), model->num_parameters());
+  fmt::print("{{\"a_ms\": {:.2f}, \"b_ms\": {:.2f}, \"cost_pct\": {:.3f}, \"pairs\": {}, \"tokens_per_step\": {:.0f}, "
+             "\"flops_per_token\": {:.0f}, \"a_precision\": \"{}\", \"b_precision\": \"{}\"}}\n",
+             1e3 * t.median_a(), 1e3 * t.median_b(), cost, args.pairs, tokens, flops, precision_a.used,
+             precision_b.used);
   return 0;
 }
 

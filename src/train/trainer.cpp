@@ -18,6 +18,7 @@
 #include "spread/log/progress.h"
 #include "spread/runtime/allocator.h"
 #include "spread/runtime/blas.h"
+#include "spread/runtime/precision.h"
 #include "spread/tasks/task.h"
 #include "spread/train/checkpoint.h"
 #include "spread/train/optimizer.h"
@@ -55,6 +56,7 @@ double peak_rss_mib() {
 // Everything a run holds while it trains.
 struct Run {
   Recipe recipe;
+  PrecisionPlan precision;
   std::string dir;
   torch::Device device{torch::kCPU};
   std::unique_ptr<TrainingTask> task;
@@ -113,6 +115,7 @@ void write_run_info(const Run& run, const BlasInfo& blas, const ThreadPlan& thre
                          {"allocator", allocator_info()},
                          {"torch_version", TORCH_VERSION},
                          {"device", run.device.str()},
+                         {"precision", run.precision.to_json()},
                          {"parameters", run.model->num_parameters()}};
   write_file_atomic((fs::path(run.dir) / "run.json").string(), info.dump(2) + "\n");
 }
@@ -126,6 +129,7 @@ void print_header(const Run& run, const BlasInfo& blas, const ThreadPlan& thread
                   blas.threading.empty() ? "?" : blas.threading, blas.core.empty() ? "?" : blas.core,
                   blas.coretype_origin, threads.intra_op, threads.blas, run.device.str()));
   say("allocator: " + allocator_info());
+  say(run.precision.header_line());
 }
 
 bool due(int64_t every, int64_t step, int64_t last) { return every > 0 && (step % every == 0 || step == last); }
@@ -261,8 +265,12 @@ int train(const Recipe& recipe, TrainStart start) {
     resume_from = checkpoint_to_use(run.dir, [](const std::string& w) { say("warning: " + w); });
   open_run(run, start, say);
 
+  // Decided anew by every session: a checkpoint is float32 whatever the precision it was trained in.
+  run.precision = plan_precision(recipe.train.precision, run.device);
   torch::manual_seed(uint64_t(recipe.run.seed));
-  run.model = Transformer(model_config(recipe, run.task->tokenizer().vocab_size()));
+  TransformerConfig model_cfg = model_config(recipe, run.task->tokenizer().vocab_size());
+  model_cfg.matmul_dtype = run.precision.matmul_dtype();
+  run.model = Transformer(model_cfg);
   if (start == TrainStart::Fresh && !recipe.train.init_from.empty()) init_from_run(run);
   run.model->to(run.device);
   add_adamw_groups(run.optimizer, run.model, recipe.train);  // after .to(): the flat buffers live on the device

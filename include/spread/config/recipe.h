@@ -66,6 +66,8 @@ struct TrainConfig {
   int64_t keep_last = 3;
   int64_t log_every = 10;
   int64_t max_bad_steps = 5;  // consecutive non-finite steps before training stops
+  std::string precision = "fp32";  // fp32 | bf16: linear layers compute in bfloat16 (float32 weights, optimizer
+                                   // state and checkpoints; runtime/precision.h says what runs in bf16)
 };
 
 struct DispersionConfig {

@@ -20,6 +20,9 @@ at::Tensor attention_core(const at::Tensor& qkv, const at::Tensor& mask, int64_t
 
 // linear(gelu(h), weight, bias), with bias possibly undefined; the GELU (exact, erf) output is not kept. On CPU
 // float32 the GELU and its derivative are spread's vectorized loops (runtime/fast_math.h), elsewhere LibTorch's.
-at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias);
+// matmul_dtype kBFloat16: the two products (forward, dW and dh) in bf16 with float32 accumulation, as
+// mixed_linear (model/transformer.h); GELU, its derivative and the bias gradient stay float32.
+at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
+                       at::ScalarType matmul_dtype = at::kFloat);
 
 }  // namespace spread

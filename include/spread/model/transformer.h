@@ -26,7 +26,18 @@ struct TransformerConfig {
                           // vectors (token_vectors); 0: no head (the checkpoint then has no head.weight)
   bool recompute = true;  // recompute attention probabilities and GELU outputs in backward (model/recompute.h)
                           // on the unfused path; the fused CPU attention always recomputes (model/attention.h)
+  at::ScalarType matmul_dtype = at::kFloat;  // kBFloat16: every linear layer and the LM head multiply in bf16
+                          // (inputs and weights rounded, float32 accumulation, outputs back in float32; bias adds in
+                          // float32); parameters, attention, LayerNorm, GELU and everything after the logits stay
+                          // float32 (mixed_linear). Set by the trainer from train.precision, never saved.
 };
+
+// y = x W^T + b with the product in `dtype`: for kFloat at::linear; for kBFloat16, x and W rounded to bf16, the
+// product accumulated in float32 by oneDNN (LibTorch's CPU bf16 mm), rounded to bf16 and returned as float32, and
+// the bias added in float32. Gradients flow back through the casts to float32 x, W and b (dW and dx are bf16
+// products too; db is a float32 sum). bias may be undefined.
+torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                           at::ScalarType dtype);
 
 // Multi-head self-attention with one fused QKV projection and an additive mask. On CPU float32 with LibTorch's BLAS
 // visible (with or without attention dropout) the attention is one fused autograd node over the
@@ -48,6 +59,7 @@ class SelfAttentionImpl : public torch::nn::Module {
   int64_t n_head_;
   bool causal_, recompute_;
   double dropout_;
+  at::ScalarType matmul_dtype_;
   torch::Tensor causal_bias_;  // [block, block]: 0 on and below the diagonal, -inf above
 };
 TORCH_MODULE(SelfAttention);
@@ -61,6 +73,7 @@ class MlpImpl : public torch::nn::Module {
  private:
   double dropout_;
   bool recompute_;
+  at::ScalarType matmul_dtype_;
 };
 TORCH_MODULE(Mlp);
 

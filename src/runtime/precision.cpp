@@ -1,0 +1,105 @@
+#include "spread/runtime/precision.h"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace spread {
+namespace {
+
+bool forced_off() {
+  const char* v = std::getenv("SPREAD_FORCE_NO_BF16");
+  return v != nullptr && std::string(v) != "" && std::string(v) != "0";
+}
+
+// Best of a few runs of a [m, k] x [k, n] product in `dtype`, in GFLOP/s. The shape is one of shape B's linear
+// layers at a quarter of its rows (~0.1 GFLOP): long enough to time, ~10-30 ms in all.
+double product_gflops(at::ScalarType dtype) {
+  const int64_t m = 512, k = 384, n = 1152;
+  // Fixed values, not random ones: the check must not draw from the generator that training's dropout uses.
+  auto a = at::linspace(-1.0, 1.0, m * k).view({m, k}).to(dtype);
+  auto b = at::linspace(1.0, -1.0, k * n).view({k, n}).to(dtype);
+  at::mm(a, b);  // first call: oneDNN builds its kernel
+  double best = 1e30;
+  for (int rep = 0; rep < 4; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    at::mm(a, b);
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return 2.0 * double(m) * double(k) * double(n) / best / 1e9;
+}
+
+}  // namespace
+
+std::string cpu_bf16_flags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') == std::string::npos ? 0 : line.find(':') + 1));
+    std::string word, found;
+    while (words >> word)
+      if (word == "avx512_bf16" || word == "amx_bf16") found += (found.empty() ? "" : " ") + word;
+    return found;  // the first processor's flags stand for all
+  }
+  return "";
+}
+
+PrecisionPlan plan_precision(const std::string& requested, const c10::Device& device) {
+  PrecisionPlan plan;
+  plan.requested = requested;
+  if (requested != "bf16") return plan;
+  if (forced_off()) {
+    plan.reason = "SPREAD_FORCE_NO_BF16 is set";
+    return plan;
+  }
+  if (!device.is_cpu()) {
+    plan.used = "bf16";
+    plan.reason = "device " + device.str() + " (not checked)";
+    return plan;
+  }
+  plan.cpu_flags = cpu_bf16_flags();
+  if (plan.cpu_flags.empty()) {
+    plan.reason = "the CPU has neither avx512_bf16 nor amx_bf16";
+    return plan;
+  }
+  plan.fp32_gflops = product_gflops(at::kFloat);
+  plan.bf16_gflops = product_gflops(at::kBFloat16);
+  if (plan.bf16_gflops <= plan.fp32_gflops) {
+    plan.reason = fmt::format("a bf16 product ran at {:.0f} GFLOP/s, not faster than float32's {:.0f}",
+                              plan.bf16_gflops, plan.fp32_gflops);
+    return plan;
+  }
+  plan.used = "bf16";
+  plan.reason = fmt::format("CPU flags {}; a bf16 product ran at {:.0f} GFLOP/s against float32's {:.0f}",
+                            plan.cpu_flags, plan.bf16_gflops, plan.fp32_gflops);
+  return plan;
+}
+
+std::string PrecisionPlan::header_line() const {
+  if (used == "bf16")
+    return "precision: bf16 for linear layers and the LM head (float32 accumulation); float32 weights, optimizer, "
+           "attention, LayerNorm, GELU, losses (" + reason + ")";
+  if (requested == "bf16") return "warning: train.precision = \"bf16\" falls back to float32: " + reason;
+  return "precision: fp32";
+}
+
+nlohmann::json PrecisionPlan::to_json() const {
+  nlohmann::json j = {{"requested", requested}, {"used", used}};
+  if (used == "bf16") j["bf16"] = {"linear layers", "LM head"};
+  if (!reason.empty()) j["reason"] = reason;
+  if (!cpu_flags.empty()) j["cpu_bf16_flags"] = cpu_flags;
+  if (fp32_gflops > 0) {
+    j["fp32_matmul_gflops"] = fp32_gflops;
+    j["bf16_matmul_gflops"] = bf16_gflops;
+  }
+  return j;
+}
+
+}  // namespace spread

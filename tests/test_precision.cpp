@@ -1,0 +1,315 @@
+// bf16 mixed precision (train.precision = "bf16"): the bf16 linear layers against float64 references within
+// bf16's error bound, the model's losses in bf16 against float32, the fallback, and resume in bf16.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "spread/config/recipe.h"
+#include "spread/data/loader.h"
+#include "spread/losses/contrastive.h"
+#include "spread/losses/dispersion.h"
+#include "spread/log/metrics_log.h"
+#include "spread/model/recompute.h"
+#include "spread/model/transformer.h"
+#include "spread/runtime/precision.h"
+#include "spread/train/checkpoint.h"
+#include "spread/train/trainer.h"
+#include "spread/util/error.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// bf16 keeps 8 significant bits: rounding to nearest has relative error at most u = 2^-8.
+constexpr double kBf16U = 1.0 / 256.0;
+
+// Error bound of one bf16 product C = A B (A: [m, k], B: [k, n], float64 values) as oneDNN computes it: A and B
+// rounded to bf16 (each product a_i b_i then carries relative error <= 2u + u^2), the k products summed in float32
+// (gamma_k = k 2^-24 / (1 - k 2^-24) times the sum of magnitudes), the result rounded to bf16 (u |C|):
+//   |C_bf16 - C| <= (2u + u^2 + gamma_k) (|A| |B|) + u (|C| + (2u + u^2 + gamma_k) (|A| |B|)).
+torch::Tensor bf16_product_bound(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& exact) {
+  const double k = double(a.size(1));
+  const double gamma = k * std::ldexp(1.0, -24) / (1.0 - k * std::ldexp(1.0, -24));
+  const double input = 2 * kBf16U + kBf16U * kBf16U + gamma;
+  auto magnitudes = a.abs().mm(b.abs());
+  return input * magnitudes + kBf16U * (exact.abs() + input * magnitudes);
+}
+
+// The same product fully in float32 (inputs exact in float32, accumulation only): what the test must exceed
+// somewhere to show that the product really ran in bf16.
+torch::Tensor fp32_product_bound(const torch::Tensor& a, const torch::Tensor& b) {
+  const double k = double(a.size(1));
+  return (k + 2) * std::ldexp(1.0, -24) * a.abs().mm(b.abs());
+}
+
+void expect_within(const torch::Tensor& got, const torch::Tensor& exact, const torch::Tensor& bound,
+                   const std::string& what) {
+  auto err = (got.to(torch::kDouble) - exact).abs();
+  auto excess = (err - bound).max().item<double>();
+  EXPECT_LE(excess, 0.0) << what << ": error exceeds the bf16 bound somewhere";
+}
+
+void expect_not_float32(const torch::Tensor& got, const torch::Tensor& exact, const torch::Tensor& fp32_bound,
+                        const std::string& what) {
+  auto err = (got.to(torch::kDouble) - exact).abs();
+  EXPECT_GT((err - fp32_bound).max().item<double>(), 0.0) << what << ": as exact as float32, so not bf16";
+}
+
+bool bf16_here() { return spread::plan_precision("bf16", torch::kCPU).used == "bf16"; }
+
+}  // namespace
+
+// y = x W^T + b and its gradients for an upstream gradient G: dx = G W, dW = G^T x, db = column sums of G.
+TEST(MixedLinear, Bf16OutputAndGradientsAreWithinTheBf16BoundOfFloat64) {
+  torch::manual_seed(3);
+  const int64_t rows = 48, in = 96, out = 40;
+  auto x = torch::randn({4, rows / 4, in}).requires_grad_(true);
+  auto w = (0.1 * torch::randn({out, in})).requires_grad_(true);
+  auto b = torch::randn({out}).requires_grad_(true);
+  auto g = torch::randn({4, rows / 4, out});
+  auto y = spread::mixed_linear(x, w, b, torch::kBFloat16);
+  ASSERT_EQ(y.scalar_type(), torch::kFloat);
+  y.backward(g);
+  ASSERT_EQ(w.grad().scalar_type(), torch::kFloat);
+
+  auto X = x.detach().reshape({rows, in}).to(torch::kDouble), W = w.detach().to(torch::kDouble);
+  auto B = b.detach().to(torch::kDouble), G = g.reshape({rows, out}).to(torch::kDouble);
+  auto product = X.mm(W.t());
+  // The bias is added in float32 after the product's rounding: one more float32 rounding of the sum.
+  auto y_bound = bf16_product_bound(X, W.t(), product) + std::ldexp(1.0, -24) * (product + B).abs() * 2;
+  expect_within(y.reshape({rows, out}), product + B, y_bound, "y");
+  expect_not_float32(y.reshape({rows, out}), product + B, fp32_product_bound(X, W.t()), "y");
+
+  auto dx = G.mm(W), dw = G.t().mm(X);
+  expect_within(x.grad().reshape({rows, in}), dx, bf16_product_bound(G, W, dx), "dx");
+  expect_within(w.grad(), dw, bf16_product_bound(G.t(), X, dw), "dW");
+  expect_not_float32(w.grad(), dw, fp32_product_bound(G.t(), X), "dW");
+  // db is a float32 sum of float32 values: gamma_rows of the sum of magnitudes, far inside the bf16 bound.
+  auto db = G.sum(0), db_bound = (rows + 1) * std::ldexp(1.0, -24) * G.abs().sum(0);
+  expect_within(b.grad(), db, db_bound, "db");
+}
+
+// The recomputing MLP output layer linear(gelu(h)) in bf16: GELU in float32 (spread's erfc approximation, relative
+// error < 2e-5, README "Fused CPU kernels"; far below u), then the same product bound as above with a = gelu(h);
+// its derivative Phi(h) + h phi(h) is float32 as well, with an error below 2e-5 (Phi(h) + |h| phi(h)).
+TEST(MixedLinear, Bf16GeluLinearIsWithinTheBf16BoundOfFloat64) {
+  torch::manual_seed(4);
+  const int64_t rows = 32, in = 64, out = 24;
+  auto h = torch::randn({rows, in}).requires_grad_(true);
+  auto w = (0.1 * torch::randn({out, in})).requires_grad_(true);
+  auto g = torch::randn({rows, out});
+  auto y = spread::gelu_linear(h, w, {}, torch::kBFloat16);
+  y.backward(g);
+
+  auto H = h.detach().to(torch::kDouble), W = w.detach().to(torch::kDouble), G = g.to(torch::kDouble);
+  auto cdf = 0.5 * (1 + torch::erf(H / std::sqrt(2.0)));
+  auto A = H * cdf;  // exact GELU
+  auto product = A.mm(W.t());
+  const double gelu_err = 2e-5;  // float32 GELU's relative error, taken as part of the input rounding
+  auto slack = gelu_err * A.abs().mm(W.t().abs());
+  expect_within(y, product, bf16_product_bound(A, W.t(), product) + slack, "y");
+  auto dw = G.t().mm(A);
+  expect_within(w.grad(), dw, bf16_product_bound(G.t(), A, dw) + gelu_err * G.t().abs().mm(A.abs()), "dW");
+  // dh = (G W) * gelu'(h): the bf16 product's bound times |gelu'|, plus the float32 derivative's error.
+  auto density = torch::exp(-0.5 * H * H) / std::sqrt(2 * M_PI);
+  auto derivative = cdf + H * density;
+  auto gw = G.mm(W);
+  auto dh_bound = bf16_product_bound(G, W, gw) * (derivative.abs() + gelu_err * (cdf + H.abs() * density)) +
+                  gelu_err * gw.abs() * (cdf + H.abs() * density) + 1e-7;
+  expect_within(h.grad(), gw * derivative, dh_bound, "dh");
+}
+
+// The same weights in float32 and in bf16 products: the losses on the model's outputs (cross-entropy, angular
+// dispersion of the last hidden states, InfoNCE of mean-pooled states) stay within stated tolerances, and so do
+// their gradients as a whole. Tolerances: each bf16 product has relative error ~u = 0.4%, ~3 products deep per
+// block and partly averaging out; the losses here are O(1) and move by < 1e-2 relative, gradients by a cosine
+// > 0.99. A product in float16 range-limited or a lost gradient path would break these.
+TEST(MixedLinear, ModelLossesInBf16StayWithinTolerancesOfFloat32) {
+  spread::TransformerConfig cfg;
+  cfg.vocab_size = 50;
+  cfg.n_layer = 2;
+  cfg.n_head = 2;
+  cfg.n_embd = 32;
+  cfg.block_size = 16;
+  cfg.causal = false;
+  torch::manual_seed(5);
+  spread::Transformer fp32(cfg);
+  cfg.matmul_dtype = torch::kBFloat16;
+  spread::Transformer bf16(cfg);
+  {
+    torch::NoGradGuard no_grad;
+    auto from = fp32->named_parameters();
+    for (auto& p : bf16->named_parameters()) p.value().copy_(from[p.key()]);
+  }
+  auto idx = torch::randint(0, cfg.vocab_size, {6, 16});
+  auto targets = torch::randint(0, cfg.vocab_size, {6, 16});
+  spread::DispersionOptions disp;
+  spread::ContrastiveOptions nce;
+  nce.temperature = 0.1;
+  struct Losses {
+    double ce, disp, nce;
+    std::vector<torch::Tensor> grads;
+  };
+  auto run = [&](spread::Transformer& model) {
+    model->zero_grad();
+    auto out = model->forward(idx, /*want_hidden=*/false, /*want_logits=*/true);
+    EXPECT_EQ(out.logits.scalar_type(), torch::kFloat);
+    auto ce = spread::TransformerImpl::lm_loss(out.logits, targets);
+    auto d = spread::dispersion_loss(out.final_hidden, {}, disp, 1);
+    auto pooled = out.final_hidden.mean(1);
+    auto n = spread::info_nce(pooled.narrow(0, 0, 3), pooled.narrow(0, 3, 3), nce);
+    (ce + d + n).backward();
+    Losses l{ce.item<double>(), d.item<double>(), n.item<double>(), {}};
+    for (auto& p : model->parameters()) l.grads.push_back(p.grad().flatten().clone());
+    return l;
+  };
+  Losses a = run(fp32), b = run(bf16);
+  EXPECT_NEAR(b.ce, a.ce, 1e-2 * std::abs(a.ce));
+  EXPECT_NEAR(b.disp, a.disp, 1e-2 * std::abs(a.disp));
+  EXPECT_NEAR(b.nce, a.nce, 1e-2 * std::abs(a.nce));
+  EXPECT_NE(b.ce, a.ce) << "bf16 products should move the loss a little";
+  auto ga = torch::cat(a.grads), gb = torch::cat(b.grads);
+  EXPECT_GT(torch::cosine_similarity(ga, gb, 0).item<double>(), 0.99);
+  EXPECT_NEAR(gb.norm().item<double>(), ga.norm().item<double>(), 0.02 * ga.norm().item<double>());
+}
+
+TEST(Precision, RecipeKeyIsFp32ByDefaultAndRejectsOtherNamesByKey) {
+  EXPECT_EQ(spread::parse_recipe("", "r.toml").train.precision, "fp32");
+  EXPECT_EQ(spread::parse_recipe("[train]\nprecision = \"bf16\"\n", "r.toml").train.precision, "bf16");
+  for (const char* bad : {"[train]\nprecision = \"fp16\"\n", "[train]\nprecision = 16\n"}) {
+    try {
+      spread::parse_recipe(bad, "r.toml");
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const spread::UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("train.precision"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Precision, Fp32IsNeverChangedAndTheEnvironmentForcesTheFallback) {
+  EXPECT_EQ(spread::plan_precision("fp32", torch::kCPU).used, "fp32");
+  ::setenv("SPREAD_FORCE_NO_BF16", "1", 1);
+  auto plan = spread::plan_precision("bf16", torch::kCPU);
+  ::unsetenv("SPREAD_FORCE_NO_BF16");
+  EXPECT_EQ(plan.used, "fp32");
+  EXPECT_EQ(plan.matmul_dtype(), torch::kFloat);
+  EXPECT_NE(plan.reason.find("SPREAD_FORCE_NO_BF16"), std::string::npos);
+  EXPECT_EQ(plan.header_line().rfind("warning: ", 0), 0u) << plan.header_line();
+}
+
+TEST(Precision, Bf16IsUsedWhereTheCpuHasItAndItIsFaster) {
+  const std::string flags = spread::cpu_bf16_flags();
+  auto plan = spread::plan_precision("bf16", torch::kCPU);
+  if (flags.empty()) {
+    EXPECT_EQ(plan.used, "fp32");
+    GTEST_SKIP() << "this CPU has no bf16 instructions: the fallback was checked";
+  }
+  EXPECT_GT(plan.fp32_gflops, 0);
+  EXPECT_EQ(plan.used == "bf16", plan.bf16_gflops > plan.fp32_gflops) << plan.reason;
+}
+
+namespace {
+
+fs::path temp_dir(const std::string& name) {
+  auto dir = fs::temp_directory_path() / ("spread_test_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+spread::Recipe tiny_recipe(const fs::path& dir, const std::string& name, int64_t steps,
+                           std::vector<std::string> extra = {}) {
+  auto corpus = dir / "corpus.txt";
+  if (!fs::exists(corpus)) {
+    std::ofstream out(corpus);
+    const char* words[] = {"the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "and", "cat"};
+    uint64_t s = 11;
+    for (int i = 0; i < 2000; ++i) {
+      s = spread::splitmix64(s);
+      out << words[s % 10] << ((s >> 20) % 9 == 0 ? ".\n" : " ");
+    }
+  }
+  std::vector<std::string> o = {"run.name=" + name, "run.out_dir=" + dir.string(), "data.source=text",
+                                "data.path=" + corpus.string(), "tokenizer.kind=char", "model.n_layer=2",
+                                "model.n_head=2", "model.n_embd=32", "model.block_size=16",
+                                "train.batch_size=4", "train.max_steps=" + std::to_string(steps),
+                                "train.warmup_steps=2", "train.log_every=1", "train.eval_every=0",
+                                "train.ckpt_every=4", "train.keep_last=10", "model.dropout=0.1",
+                                "loss.dispersion.enabled=true", "loss.dispersion.lambda=0.5"};
+  o.insert(o.end(), extra.begin(), extra.end());
+  return spread::parse_recipe("", "test.toml", o);
+}
+
+std::vector<double> logged(const fs::path& run_dir, const std::string& key) {
+  std::vector<double> out;
+  for (const auto& j : spread::read_metrics((run_dir / "metrics.jsonl").string()))
+    if (j.contains(key) && !j.contains("event")) out.push_back(j[key].get<double>());
+  return out;
+}
+
+nlohmann::json run_precision(const fs::path& run_dir) {
+  std::ifstream in(run_dir / "run.json");
+  return nlohmann::json::parse(in).at("precision");
+}
+
+}  // namespace
+
+// The fallback trains exactly as float32 does, and run.json says so.
+TEST(Precision, ForcedFallbackTrainsBitwiseLikeFloat32) {
+  auto dir = temp_dir("bf16_fallback");
+  ASSERT_EQ(spread::train(tiny_recipe(dir, "fp32", 4), spread::TrainStart::Fresh), 0);
+  ::setenv("SPREAD_FORCE_NO_BF16", "1", 1);
+  const int rc = spread::train(tiny_recipe(dir, "fallback", 4, {"train.precision=bf16"}), spread::TrainStart::Fresh);
+  ::unsetenv("SPREAD_FORCE_NO_BF16");
+  ASSERT_EQ(rc, 0);
+  EXPECT_EQ(run_precision(dir / "fallback").at("used"), "fp32");
+  EXPECT_EQ(run_precision(dir / "fallback").at("requested"), "bf16");
+  EXPECT_EQ(logged(dir / "fp32", "loss"), logged(dir / "fallback", "loss"));
+  fs::remove_all(dir);
+}
+
+// A bf16 run (with dropout and the dispersion term) resumes bitwise in bf16, and its float32 checkpoint continues
+// in float32. Its LM and dispersion losses stay within 2% of a float32 run's over the steps.
+TEST(Precision, Bf16ResumesBitwiseAndContinuesInFloat32) {
+  if (!bf16_here()) GTEST_SKIP() << "bf16 is not used on this CPU";
+  auto dir = temp_dir("bf16_resume");
+  ASSERT_EQ(spread::train(tiny_recipe(dir, "straight", 8, {"train.precision=bf16"}), spread::TrainStart::Fresh), 0);
+  ASSERT_EQ(spread::train(tiny_recipe(dir, "broken", 8, {"train.precision=bf16"}), spread::TrainStart::Fresh), 0);
+  ASSERT_EQ(spread::train(tiny_recipe(dir, "fp32", 8), spread::TrainStart::Fresh), 0);
+  EXPECT_EQ(run_precision(dir / "straight").at("used"), "bf16");
+  for (const auto& path : spread::list_checkpoints((dir / "broken").string()))
+    if (path.find("step_00000004") == std::string::npos) fs::remove(path);
+  // Checkpoints hold float32 only.
+  auto ckpt = spread::read_checkpoint(spread::list_checkpoints((dir / "broken").string())[0]);
+  for (const auto& [name, t] : ckpt.tensors)
+    if (name.rfind("model.", 0) == 0) EXPECT_EQ(t.scalar_type(), torch::kFloat) << name;
+  ASSERT_EQ(spread::train(spread::recipe_of_run((dir / "broken").string()), spread::TrainStart::Resume), 0);
+  EXPECT_EQ(logged(dir / "straight", "loss"), logged(dir / "broken", "loss"));
+  EXPECT_EQ(logged(dir / "straight", "loss_disp"), logged(dir / "broken", "loss_disp"));
+
+  auto a = logged(dir / "fp32", "loss"), b = logged(dir / "straight", "loss");
+  auto da = logged(dir / "fp32", "loss_disp"), db = logged(dir / "straight", "loss_disp");
+  ASSERT_EQ(a.size(), 8u);
+  ASSERT_EQ(da.size(), 8u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_NEAR(b[i], a[i], 0.02 * std::abs(a[i])) << "loss, step " << i + 1;
+    EXPECT_NEAR(db[i], da[i], 0.02 * std::abs(da[i])) << "loss_disp, step " << i + 1;
+  }
+  EXPECT_NE(a, b) << "the bf16 run computed exactly as float32";
+
+  // Continue the bf16 run in float32 from its step-4 checkpoint.
+  for (const auto& path : spread::list_checkpoints((dir / "broken").string()))
+    if (path.find("step_00000004") == std::string::npos) fs::remove(path);
+  ASSERT_EQ(spread::train(spread::recipe_of_run((dir / "broken").string(), {"train.precision=fp32"}),
+                          spread::TrainStart::Resume),
+            0);
+  EXPECT_EQ(run_precision(dir / "broken").at("used"), "fp32");
+  auto c = logged(dir / "broken", "loss");
+  ASSERT_EQ(c.size(), 8u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(c[i], b[i]) << "step " << i + 1;
+  for (size_t i = 4; i < 8; ++i) EXPECT_NEAR(c[i], b[i], 0.02 * std::abs(b[i])) << "step " << i + 1;
+  fs::remove_all(dir);
+}
