@@ -1,11 +1,14 @@
 // spread train RECIPE [--set section.key=value ...]
 // spread train --resume RUN_DIR [--set ...]
+// spread train --nproc N ...: N data-parallel workers on this host (train/launch.h)
+#include <cstdlib>
 #include <cxxopts.hpp>
 #include <fmt/format.h>
 
 #include "commands.h"
 #include "options.h"
 #include "spread/config/recipe.h"
+#include "spread/train/launch.h"
 #include "spread/train/trainer.h"
 #include "spread/util/error.h"
 
@@ -20,12 +23,25 @@ int cmd_train(int argc, char** argv) {
        cxxopts::value<std::string>(), "RUN_DIR")
       ("set", "override a recipe key, e.g. --set train.lr=3e-4 (repeatable)",
        cxxopts::value<std::vector<std::string>>(), "KEY=VALUE")
+      ("nproc", "start N data-parallel workers on this host (Gloo over the loopback address); under torchrun, "
+       "leave it out", cxxopts::value<int>(), "N")
       ("h,help", "show this help");
   options.parse_positional({"recipe"});
   auto args = parse_arguments(options, argc, argv);
   if (args.count("help")) {
     fmt::print("{}\n", options.help());
     return 0;
+  }
+  if (args.count("nproc") && args["nproc"].as<int>() != 1) {
+    std::vector<std::string> worker_args{argv[0]};  // "train" and the same arguments without --nproc
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--nproc") ++i;
+      else if (a.rfind("--nproc=", 0) != 0) worker_args.push_back(a);
+    }
+    if (std::getenv("WORLD_SIZE") != nullptr && std::string(std::getenv("WORLD_SIZE")) != "1")
+      throw UserError("--nproc starts its own workers; under torchrun (WORLD_SIZE is set) leave it out");
+    return launch_local_workers(args["nproc"].as<int>(), worker_args);
   }
   std::vector<std::string> overrides;
   if (args.count("set")) overrides = args["set"].as<std::vector<std::string>>();

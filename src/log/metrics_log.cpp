@@ -33,7 +33,8 @@ std::string run_status(const std::vector<std::string>& events) {
 }
 
 MetricsLog::MetricsLog(const std::string& run_dir, int64_t keep_up_to_step)
-    : path_((std::filesystem::path(run_dir) / "metrics.jsonl").string()) {
+    : path_(run_dir.empty() ? "" : (std::filesystem::path(run_dir) / "metrics.jsonl").string()) {
+  if (run_dir.empty()) return;  // a log that keeps nothing
   if (keep_up_to_step >= 0 && std::filesystem::exists(path_)) {
     std::string kept;
     for (const auto& j : read_metrics(path_))
@@ -49,6 +50,7 @@ MetricsLog::~MetricsLog() {
 }
 
 void MetricsLog::write(const nlohmann::json& line) {
+  if (!file_) return;
   std::string s = line.dump() + "\n";
   std::fwrite(s.data(), 1, s.size(), file_);
   std::fflush(file_);

@@ -25,6 +25,35 @@ torch::Tensor nce(const torch::Tensor& anchors, const torch::Tensor& candidates,
   return info_nce(anchors, candidates, opt.loss, batch.anchor_text_ids, batch.candidate_text_ids);
 }
 
+// loss.contrastive.gather: the global batch's anchors and candidates from every rank's embeddings. This rank's
+// rows are its live tensors, so the gradient flows to them only; the other ranks' rows are constants. Candidates
+// stay column by column, [positives of rank 0 .. of rank W-1, first negatives of rank 0 .., ...]: the layout of one
+// process drawing the global batch, so labels (anchor i -> candidate i) and the hard negatives' per-query order are
+// those of that process.
+std::pair<torch::Tensor, torch::Tensor> gather_global(const torch::Tensor& anchors, const torch::Tensor& candidates,
+                                                      const DataShard& shard) {
+  const auto all_anchors = shard.all_gather(anchors), all_candidates = shard.all_gather(candidates);
+  const int64_t b = anchors.size(0), columns = candidates.size(0) / b;
+  std::vector<torch::Tensor> a, c;
+  for (int64_t r = 0; r < shard.world; ++r) a.push_back(r == shard.rank ? anchors : all_anchors[r]);
+  for (int64_t column = 0; column < columns; ++column)
+    for (int64_t r = 0; r < shard.world; ++r)
+      c.push_back((r == shard.rank ? candidates : all_candidates[r]).narrow(0, column * b, b));
+  return {torch::cat(a), torch::cat(c)};
+}
+
+// InfoNCE of this rank's batch, or with a gather of the global batch (then every rank computes the same global
+// loss; its gradient reaches each rank's parameters through that rank's rows only, so the loss is scaled by the
+// world size to survive the trainer's averaging of gradients over ranks).
+torch::Tensor batch_loss(const torch::Tensor& anchors, const torch::Tensor& candidates, const ContrastiveBatch& batch,
+                         const ContrastiveStepOptions& opt, double& scale) {
+  scale = opt.grad_scale;
+  if (opt.gather == nullptr) return nce(anchors, candidates, batch, opt);
+  scale *= double(opt.gather->world);
+  auto [a, c] = gather_global(anchors, candidates, *opt.gather);
+  return nce(a, c, batch, opt);
+}
+
 double cached_backward(Transformer& model, const ContrastiveBatch& batch, const ContrastiveStepOptions& opt) {
   Seqs all = batch.anchors;
   all.insert(all.end(), batch.candidates.begin(), batch.candidates.end());
@@ -39,8 +68,9 @@ double cached_backward(Transformer& model, const ContrastiveBatch& batch, const 
     }
   }
   auto e = torch::cat(embeddings).detach().requires_grad_(true);
-  auto loss = nce(e.narrow(0, 0, n_anchors), e.narrow(0, n_anchors, n - n_anchors), batch, opt);
-  (opt.grad_scale == 1.0 ? loss : loss * opt.grad_scale).backward();
+  double scale = 1.0;
+  auto loss = batch_loss(e.narrow(0, 0, n_anchors), e.narrow(0, n_anchors, n - n_anchors), batch, opt, scale);
+  (scale == 1.0 ? loss : loss * scale).backward();
   const auto grad = e.grad();
   for (size_t chunk = 0; chunk < states.size(); ++chunk) {
     const int64_t first = int64_t(chunk) * m, count = std::min(m, n - first);
@@ -54,14 +84,16 @@ double cached_backward(Transformer& model, const ContrastiveBatch& batch, const 
 
 double contrastive_backward(Transformer& model, const ContrastiveBatch& batch, const ContrastiveStepOptions& opt) {
   if (opt.mini_batch > 0) return cached_backward(model, batch, opt);
-  auto loss = nce(embed_group(model, batch.anchors, opt), embed_group(model, batch.candidates, opt), batch, opt);
-  (opt.grad_scale == 1.0 ? loss : loss * opt.grad_scale).backward();
+  double scale = 1.0;
+  auto loss = batch_loss(embed_group(model, batch.anchors, opt), embed_group(model, batch.candidates, opt), batch, opt,
+                         scale);
+  (scale == 1.0 ? loss : loss * scale).backward();
   return loss.item<double>();
 }
 
 ContrastiveTask::ContrastiveTask(const Recipe& recipe, const std::string& run_dir, torch::Device device,
-                                 const Note& note)
-    : recipe_(recipe), device_(device), evaluations_(recipe, note) {
+                                 const Note& note, const DataShard& shard)
+    : recipe_(recipe), shard_(shard), device_(device), evaluations_(recipe, note) {
   const auto& c = recipe.loss.contrastive;
   if (c.simcse && recipe.model.dropout <= 0)
     throw user_error(recipe.source, 0, "model.dropout", "loss.contrastive.simcse needs dropout: with 0 the positive "
@@ -97,7 +129,8 @@ std::vector<ContrastiveTask::Example> ContrastiveTask::index_examples(const std:
   return out;
 }
 
-ContrastiveBatch ContrastiveTask::make_batch(const std::vector<Example>& set, const std::vector<int64_t>& picked) const {
+ContrastiveBatch ContrastiveTask::make_batch(const std::vector<Example>& set, const std::vector<int64_t>& picked,
+                                             const std::vector<int64_t>& ids_of) const {
   const bool simcse = recipe_.loss.contrastive.simcse;
   std::vector<int64_t> anchor_ids, candidate_ids;
   ContrastiveBatch b;
@@ -110,7 +143,11 @@ ContrastiveBatch ContrastiveTask::make_batch(const std::vector<Example>& set, co
   const size_t negatives = simcse ? 0 : set[size_t(picked.front())].negatives.size();
   for (size_t k = 0; k < negatives; ++k)
     for (int64_t i : picked) add(b.candidates, candidate_ids, set[size_t(i)].negatives[k]);
-  if (recipe_.loss.contrastive.mask_duplicates) {
+  if (recipe_.loss.contrastive.mask_duplicates && &ids_of != &picked) {
+    ContrastiveBatch global = make_batch(set, ids_of);
+    b.anchor_text_ids = global.anchor_text_ids;
+    b.candidate_text_ids = global.candidate_text_ids;
+  } else if (recipe_.loss.contrastive.mask_duplicates) {
     b.anchor_text_ids = torch::tensor(anchor_ids, torch::kLong).to(device_);
     b.candidate_text_ids = torch::tensor(candidate_ids, torch::kLong).to(device_);
   }
@@ -118,10 +155,18 @@ ContrastiveBatch ContrastiveTask::make_batch(const std::vector<Example>& set, co
 }
 
 MicroStepLoss ContrastiveTask::micro_step(Transformer& model, int64_t step, int64_t micro, int64_t micro_steps) {
-  auto picked = sampler_->sample(recipe_.train.batch_size, uint64_t(step), uint64_t(micro), micro_steps);
+  const auto global =
+      sampler_->sample(recipe_.train.batch_size * shard_.world, uint64_t(step), uint64_t(micro), micro_steps);
+  // A short global batch (no other example fits without a repeated text) is cut to equal shards.
+  const auto rows = int64_t(global.size()) / shard_.world;
+  const std::vector<int64_t> picked(global.begin() + shard_.rank * rows, global.begin() + (shard_.rank + 1) * rows);
   ContrastiveStepOptions opt = step_options_;
   opt.grad_scale = micro_steps == 1 ? 1.0 : 1.0 / double(micro_steps);
-  const double loss = contrastive_backward(model, make_batch(train_, picked), opt);
+  const bool gather = recipe_.loss.contrastive.gather && shard_.world > 1;
+  if (gather) opt.gather = &shard_;
+  const std::vector<int64_t> whole(global.begin(), global.begin() + rows * shard_.world);
+  const double loss = contrastive_backward(model, gather ? make_batch(train_, picked, whole) : make_batch(train_, picked),
+                                           opt);
   return {loss, {{"contrastive", loss}}};
 }
 

@@ -48,8 +48,8 @@ std::vector<std::vector<int32_t>> probe_documents(const Recipe& recipe, const To
 }
 
 LanguageModelTask::LanguageModelTask(const Recipe& recipe, const std::string& run_dir, torch::Device device,
-                                     const Note& note)
-    : recipe_(recipe), device_(device), data_(prepare_data(recipe, run_dir, note)), objective_(make_objective(recipe)) {
+                                     const Note& note, const DataShard& shard)
+    : recipe_(recipe), shard_(shard), device_(device), data_(prepare_data(recipe, run_dir, note)), objective_(make_objective(recipe)) {
   const int64_t block = recipe.model.block_size;
   const auto seed = uint64_t(recipe.run.seed);
   sampler_ = std::make_unique<WindowSampler>(*data_.train, block, seed);
@@ -76,7 +76,9 @@ void LanguageModelTask::prepare_probe(const Note& note) {
 }
 
 MicroStepLoss LanguageModelTask::micro_step(Transformer& model, int64_t step, int64_t micro, int64_t micro_steps) {
-  Batch b = sampler_->sample(recipe_.train.batch_size, uint64_t(step), uint64_t(micro));
+  const int64_t rows = recipe_.train.batch_size;
+  Batch b = sampler_->sample(rows * shard_.world, uint64_t(step), uint64_t(micro));
+  if (shard_.world > 1) b = {b.x.narrow(0, shard_.rank * rows, rows), b.y.narrow(0, shard_.rank * rows, rows)};
   if (!device_.is_cpu()) b = {b.x.to(device_), b.y.to(device_)};
   auto out = model->forward(b.x, objective_.needs_hidden(), objective_.needs_logits());
   LossValue v = objective_.compute({out, b, splitmix64(uint64_t(step) * 131 + uint64_t(micro))});

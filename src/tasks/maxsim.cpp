@@ -15,23 +15,47 @@ TokenBatch on_device(TokenBatch b, const torch::Device& device) {
   return {b.ids.to(device), b.attend.to(device), b.score.to(device)};
 }
 
+// loss.maxsim.gather: the global batch's token vectors [W rows, T, H] and score masks from every rank, padded to the
+// longest rank's T (padding never scores). This rank's rows are its live tensor, the others' constants; rank order
+// keeps the layout of one process with the global batch (query i's documents at i N .. i N + N - 1).
+std::pair<torch::Tensor, torch::Tensor> gather_tokens(const torch::Tensor& vectors, const torch::Tensor& score,
+                                                      const DataShard& shard) {
+  const int64_t t = vectors.size(1);
+  const int64_t longest = shard.all_gather(torch::tensor({t}, torch::kLong)).max().item<int64_t>();
+  auto v = torch::constant_pad_nd(vectors, {0, 0, 0, longest - t});
+  auto m = torch::constant_pad_nd(score.to(torch::kUInt8), {0, longest - t});  // Gloo gathers no bool
+  const auto all_v = shard.all_gather(v), all_m = shard.all_gather(m);
+  std::vector<torch::Tensor> rows;
+  for (int64_t r = 0; r < shard.world; ++r) rows.push_back(r == shard.rank ? v : all_v[r]);
+  return {torch::cat(rows), all_m.flatten(0, 1).to(torch::kBool)};
+}
+
 }  // namespace
 
 MaxSimLoss maxsim_step(Transformer& model, const MaxSimBatch& batch, const MaxSimStepOptions& opt) {
   auto q = encode_tokens(model, batch.queries);
   auto d = encode_tokens(model, batch.documents);
+  auto q_score = batch.queries.score, d_score = batch.documents.score;
+  double scale = opt.grad_scale;
+  if (opt.gather != nullptr) {
+    // Every rank computes the same global loss; its gradient reaches a rank's parameters through that rank's rows
+    // only, so it is scaled by the world size to survive the averaging of gradients over ranks.
+    std::tie(q, q_score) = gather_tokens(q, q_score, *opt.gather);
+    std::tie(d, d_score) = gather_tokens(d, d_score, *opt.gather);
+    scale *= double(opt.gather->world);
+  }
   MaxSimLoss loss;
-  loss.full = maxsim_contrastive_loss(maxsim_scores(q, batch.queries.score, d, batch.documents.score), opt.temperature);
+  loss.full = maxsim_contrastive_loss(maxsim_scores(q, q_score, d, d_score), opt.temperature);
   loss.total = loss.full;
   if (opt.pooling_aware) {
     const WardBatch assignment =
-        ward_pool_batch(d.detach(), batch.documents.score, WardBudget::pool_factor(opt.pool_factor), opt.ward);
-    auto pooled = pooled_with_gradient(d, batch.documents.score, assignment, opt.ste);
+        ward_pool_batch(d.detach(), d_score, WardBudget::pool_factor(opt.pool_factor), opt.ward);
+    auto pooled = pooled_with_gradient(d, d_score, assignment, opt.ste);
     auto mask = assignment.mask.to(pooled.device());
-    loss.pooled = maxsim_contrastive_loss(maxsim_scores(q, batch.queries.score, pooled, mask), opt.temperature);
+    loss.pooled = maxsim_contrastive_loss(maxsim_scores(q, q_score, pooled, mask), opt.temperature);
     loss.total = opt.weight_full * loss.full + opt.weight_pooled * loss.pooled;
   }
-  if (opt.grad_scale != 0) (opt.grad_scale == 1.0 ? loss.total : loss.total * opt.grad_scale).backward();
+  if (scale != 0) (scale == 1.0 ? loss.total : loss.total * scale).backward();
   return loss;
 }
 
@@ -61,8 +85,9 @@ MaxSimStepOptions maxsim_step_options(const Recipe& recipe) {
   return opt;
 }
 
-MaxSimTask::MaxSimTask(const Recipe& recipe, const std::string& run_dir, torch::Device device, const Note& note)
-    : recipe_(recipe), device_(device), step_options_(maxsim_step_options(recipe)) {
+MaxSimTask::MaxSimTask(const Recipe& recipe, const std::string& run_dir, torch::Device device, const Note& note,
+                       const DataShard& shard)
+    : recipe_(recipe), shard_(shard), device_(device), step_options_(maxsim_step_options(recipe)) {
   PairSet pairs = load_recipe_pairs(recipe, note);
   tokenizer_ = prepare_encoder_tokenizer(recipe, run_dir, pair_texts(pairs.train), note);
   if (!tokenizer_->special_ids().has_markers())
@@ -110,9 +135,13 @@ MaxSimBatch MaxSimTask::make_batch(const std::vector<Example>& set, const std::v
 }
 
 MicroStepLoss MaxSimTask::micro_step(Transformer& model, int64_t step, int64_t micro, int64_t micro_steps) {
-  auto picked = sampler_->sample(recipe_.train.batch_size, uint64_t(step), uint64_t(micro), micro_steps);
+  const auto global =
+      sampler_->sample(recipe_.train.batch_size * shard_.world, uint64_t(step), uint64_t(micro), micro_steps);
+  const auto rows = int64_t(global.size()) / shard_.world;  // a short global batch is cut to equal shards
+  const std::vector<int64_t> picked(global.begin() + shard_.rank * rows, global.begin() + (shard_.rank + 1) * rows);
   MaxSimStepOptions opt = step_options_;
   opt.grad_scale = micro_steps == 1 ? 1.0 : 1.0 / double(micro_steps);
+  if (recipe_.loss.maxsim.gather && shard_.world > 1) opt.gather = &shard_;
   MaxSimLoss loss = maxsim_step(model, make_batch(train_, picked), opt);
   MicroStepLoss out{loss.total.item<double>(), {{"maxsim", loss.full.item<double>()}}};
   if (loss.pooled.defined()) out.parts.push_back({"maxsim_pooled", loss.pooled.item<double>()});

@@ -44,8 +44,8 @@ std::vector<const std::vector<int32_t>*> fixed(const std::vector<std::vector<int
 }  // namespace
 
 MaskedLanguageModelTask::MaskedLanguageModelTask(const Recipe& recipe, const std::string& run_dir,
-                                                 torch::Device device, const Note& note)
-    : recipe_(recipe), device_(device), evaluations_(recipe, note) {
+                                                 torch::Device device, const Note& note, const DataShard& shard)
+    : recipe_(recipe), shard_(shard), device_(device), evaluations_(recipe, note) {
   Documents docs = load_documents(recipe.data, recipe.source);
   tokenizer_ = prepare_encoder_tokenizer(recipe, run_dir, docs.train, note);
   if (!tokenizer_->special_ids().present())
@@ -70,8 +70,13 @@ std::pair<torch::Tensor, int64_t> MaskedLanguageModelTask::batch_loss(
 MicroStepLoss MaskedLanguageModelTask::micro_step(Transformer& model, int64_t step, int64_t micro,
                                                   int64_t micro_steps) {
   const auto seed = uint64_t(recipe_.run.seed);
-  auto docs = pick(train_, recipe_.train.batch_size, stream_seed(seed, kBatchStream, uint64_t(step), uint64_t(micro)));
-  auto [loss, chosen] = batch_loss(model, docs, stream_seed(seed, kMaskStream, uint64_t(step), uint64_t(micro)));
+  const int64_t rows = recipe_.train.batch_size;
+  auto docs = pick(train_, rows * shard_.world, stream_seed(seed, kBatchStream, uint64_t(step), uint64_t(micro)));
+  docs = std::vector<const std::vector<int32_t>*>(docs.begin() + shard_.rank * rows,
+                                                   docs.begin() + (shard_.rank + 1) * rows);
+  // Each rank masks its own rows with its own stream (one process: micro * 1 + 0 = micro, as before).
+  const auto mask_micro = uint64_t(micro * shard_.world + shard_.rank);
+  auto [loss, chosen] = batch_loss(model, docs, stream_seed(seed, kMaskStream, uint64_t(step), mask_micro));
   (micro_steps == 1 ? loss : loss / double(micro_steps)).backward();
   const double value = loss.item<double>();
   return {value, {{"mlm", value}}};

@@ -1,5 +1,6 @@
 #include "spread/train/step.h"
 
+#include <chrono>
 #include <cmath>
 
 namespace spread {
@@ -28,6 +29,16 @@ StepResult optimizer_step(const StepInputs& in, int64_t step, double lr) {
       r.parts[i].first = v.parts[i].first;
       r.parts[i].second += v.parts[i].second / double(t.grad_accum);
     }
+  }
+  if (in.group != nullptr) {
+    const auto start = std::chrono::steady_clock::now();
+    in.group->average_gradients(in.optimizer);
+    std::vector<double> values{r.loss};
+    for (const auto& part : r.parts) values.push_back(part.second);
+    values = in.group->mean(values);
+    r.loss = values[0];
+    for (size_t i = 0; i < r.parts.size(); ++i) r.parts[i].second = values[i + 1];
+    r.comm_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   r.grad_norm = in.optimizer.grad_norm();
   r.finite = std::isfinite(r.loss) && std::isfinite(r.grad_norm);

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <optional>
+#include <thread>
 
 #include "spread/export/export.h"
 #include "spread/log/metrics_log.h"
@@ -21,6 +22,7 @@
 #include "spread/runtime/precision.h"
 #include "spread/tasks/task.h"
 #include "spread/train/checkpoint.h"
+#include "spread/train/distributed.h"
 #include "spread/train/optimizer.h"
 #include "spread/train/run_files.h"
 #include "spread/train/run_lock.h"
@@ -36,6 +38,7 @@ namespace spread {
 namespace {
 
 std::atomic<int> g_stop_signal{0};
+bool g_quiet = false;  // the ranks other than 0 of a data-parallel run print nothing but errors
 
 extern "C" void on_stop_signal(int sig) {
   g_stop_signal = sig;
@@ -43,6 +46,7 @@ extern "C" void on_stop_signal(int sig) {
 }
 
 void say(const std::string& line) {
+  if (g_quiet) return;
   fmt::print("{}\n", line);
   std::fflush(stdout);
 }
@@ -65,6 +69,8 @@ struct Run {
   LrSchedule schedule;
   int64_t step = 0;  // optimizer steps completed
   double elapsed_s = 0;  // training time summed over sessions (resumes)
+  std::unique_ptr<ProcessGroup> group;  // data-parallel (train/distributed.h); null for one process
+  int64_t rank = 0, world = 1;          // only rank 0 writes the run directory
 };
 
 Checkpoint make_checkpoint(const Run& run) {
@@ -80,7 +86,8 @@ Checkpoint make_checkpoint(const Run& run) {
   }
   c.tensors["rng.cpu"] = at::detail::getDefaultCPUGenerator().get_state();
   const WorkPerStep work = run.task->work_per_step();
-  c.meta[work.unit == "tok" ? "tokens_seen" : work.unit + "_seen"] = run.step * work.count;
+  c.meta[work.unit == "tok" ? "tokens_seen" : work.unit + "_seen"] = run.step * work.count * run.world;
+  c.meta["world_size"] = run.world;
   c.meta["elapsed_s"] = run.elapsed_s;
   c.meta["torch_version"] = TORCH_VERSION;
   return c;
@@ -141,7 +148,7 @@ bool probe_due(const DiagnosticsConfig& d, int64_t step, int64_t last) {
 }
 
 StepResult train_step(Run& run) {
-  StepInputs in{run.model, run.optimizer, *run.task, run.recipe.train};
+  StepInputs in{run.model, run.optimizer, *run.task, run.recipe.train, run.group.get()};
   StepResult r = optimizer_step(in, run.step, run.schedule.at(run.step));
   if (r.finite) ++run.step;  // a skipped update is counted by the caller, which logs it
   return r;
@@ -178,14 +185,19 @@ int stop_diverged(const Run& run, MetricsLog& log, const std::string& reason) {
 
 // SIGINT/SIGTERM: the state is saved (unless this step's scheduled checkpoint just did), then 128 + signal is
 // returned, the code shells expect of a process stopped by that signal, so `spread train R && next` stops here.
-int stop_on_signal(Run& run, MetricsLog& log, bool just_saved) {
-  const int sig = g_stop_signal.load();
+int stop_on_signal(Run& run, MetricsLog& log, bool just_saved, int sig) {
   say(fmt::format("signal {} received: saving and stopping", sig));
-  if (!just_saved)
+  if (!just_saved && run.rank == 0)
     if (auto bad = save(run, log, "signal")) return stop_diverged(run, log, *bad);
   log.write({{"step", run.step}, {"event", "interrupted"}});
   say("resume with: spread train --resume " + run.dir);
   return kExitSignalBase + sig;
+}
+
+DataShard data_shard(const Run& run) {
+  DataShard shard{run.rank, run.world, {}};
+  if (run.group) shard.all_gather = [group = run.group.get()](const torch::Tensor& t) { return group->all_gather(t); };
+  return shard;
 }
 
 void open_run(Run& run, TrainStart start, const std::function<void(const std::string&)>& note) {
@@ -203,7 +215,7 @@ void open_run(Run& run, TrainStart start, const std::function<void(const std::st
   // A resumed run must find the files its checkpoints were trained with, before the task rebuilds a missing one
   // and again after (a rebuilt token file must equal the recorded one).
   if (start == TrainStart::Resume) verify_run_files(run.dir, MissingTokenFiles::Allowed);
-  run.task = make_task(run.recipe, run.dir, run.device, note);
+  run.task = make_task(run.recipe, run.dir, run.device, note, data_shard(run));
   if (start == TrainStart::Fresh || !has_run_files_record(run.dir)) record_run_files(run.dir);
   else verify_run_files(run.dir, MissingTokenFiles::Refused);
 }
@@ -234,7 +246,74 @@ void init_from_run(Run& run) {
                   fresh_head ? " (it has no multi-vector head: the head starts from its initial values)" : ""));
 }
 
+// Threads per rank: run.threads, or the cores shared out among the ranks on this host.
+int64_t rank_threads(const Recipe& recipe, const std::optional<DistributedEnv>& env) {
+  if (recipe.run.threads > 0 || !env) return recipe.run.threads;
+  const auto cores = int64_t(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max<int64_t>(1, cores / env->local_world);
+}
+
+// Every rank must train the same recipe (resolved: overrides applied, paths absolute): the checksums of its TOML are
+// compared; every rank refuses a run where one differs (exit code 2 everywhere, no rank left waiting).
+void refuse_different_recipes(Run& run) {
+  const auto mine = int64_t(fnv1a64(recipe_to_toml(run.recipe)));
+  const auto all = run.group->all_gather(torch::tensor({mine}, torch::kLong)).cpu().view(-1);
+  std::vector<int64_t> differ;
+  for (int64_t r = 1; r < run.world; ++r)
+    if (all[r].item<int64_t>() != all[0].item<int64_t>()) differ.push_back(r);
+  if (differ.empty()) return;
+  throw user_error(run.recipe.source, 0, "", fmt::format("the resolved recipe of rank(s) {} differs from rank 0's "
+                   "(checksum {:016x} on rank 0, {:016x} on rank {})", fmt::join(differ, ", "),
+                   uint64_t(all[0].item<int64_t>()), uint64_t(all[differ[0]].item<int64_t>()), differ[0]),
+                   "start every rank with the same recipe file, the same --set overrides and the same paths");
+}
+
+// Rank 0 tells the others whether what only it does (lock, check and open the run directory) succeeded, so that
+// its refusal stops them with exit code 2 too instead of leaving them waiting for it.
+void agree(Run& run, bool failed) {
+  if (!run.group) return;
+  const bool any_failed = run.group->mean({failed ? 1.0 : 0.0})[0] > 0;
+  if (any_failed && run.rank != 0)
+    throw UserError(fmt::format("rank {}: rank 0 refused the run; its output says why", run.rank));
+}
+
+// Rank 0's weights, optimizer moments and counters copied into every rank (a fresh run, init_from or a resume).
+void share_state(Run& run) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> tensors;
+  std::vector<double> counters{double(run.step), run.elapsed_s};
+  for (auto& g : run.optimizer.groups()) {
+    counters.push_back(double(g.step));
+    if (g.data.numel() > 0) tensors.insert(tensors.end(), {g.data, g.exp_avg, g.exp_avg_sq});
+  }
+  auto scalars = torch::tensor(counters, torch::kDouble).to(run.device);
+  tensors.push_back(scalars);
+  run.group->broadcast(tensors);
+  scalars = scalars.cpu();
+  run.step = int64_t(scalars[0].item<double>());
+  run.elapsed_s = scalars[1].item<double>();
+  for (size_t i = 0; i < run.optimizer.groups().size(); ++i)
+    run.optimizer.groups()[i].step = int64_t(scalars[int64_t(i) + 2].item<double>());
+}
+
+// The largest stop signal any rank has received (0: none), so that every rank stops after the same step.
+int agreed_stop_signal(Run& run) {
+  if (!run.group) return g_stop_signal.load();
+  return int(run.group->all_gather(torch::tensor({int64_t(g_stop_signal.load())}, torch::kLong)).max().item<int64_t>());
+}
+
+int train_run(const Recipe& recipe, TrainStart start);
+
 }  // namespace
+
+int train(const Recipe& recipe, TrainStart start) {
+  try {
+    return train_run(recipe, start);
+  } catch (const PeerLost& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return kExitPeerLost;
+  }
+}
 
 Recipe recipe_of_run(const std::string& run_dir, const std::vector<std::string>& overrides) {
   auto path = (fs::path(run_dir) / "recipe.toml").string();
@@ -247,7 +326,9 @@ Recipe recipe_of_run(const std::string& run_dir, const std::vector<std::string>&
   return r;
 }
 
-int train(const Recipe& recipe, TrainStart start) {
+namespace {
+
+int train_run(const Recipe& recipe, TrainStart start) {
   Run run;
   run.recipe = recipe;
   // The saved recipe must still find its files when resumed from another working directory.
@@ -257,13 +338,40 @@ int train(const Recipe& recipe, TrainStart start) {
     if (!path->empty()) *path = fs::absolute(*path).lexically_normal().string();
   run.dir = recipe.run_dir();
   run.device = recipe_device(recipe);
-  ThreadPlan threads = apply_threads(recipe.run.threads);
+  const std::optional<DistributedEnv> dist = distributed_env();
+  ThreadPlan threads = apply_threads(rank_threads(recipe, dist));
+  g_quiet = false;
+  if (dist) {
+    run.group = ProcessGroup::connect(*dist, run.device);
+    run.rank = dist->rank;
+    run.world = dist->world;
+    g_quiet = run.rank != 0;
+    refuse_different_recipes(run);
+  }
   make_directories(run.dir);  // the lock lives inside; creating an empty directory harms no other process
-  const RunLock lock(run.dir);
+  std::optional<RunLock> lock;
   std::optional<Checkpoint> resume_from;
-  if (start == TrainStart::Resume)  // checked before anything is rebuilt or written
-    resume_from = checkpoint_to_use(run.dir, [](const std::string& w) { say("warning: " + w); });
-  open_run(run, start, say);
+  if (run.rank == 0) {
+    try {
+      lock.emplace(run.dir);
+      if (start == TrainStart::Resume) {  // checked before anything is rebuilt or written
+        resume_from = checkpoint_to_use(run.dir, [](const std::string& w) { say("warning: " + w); });
+        const int64_t trained_on = resume_from->meta.value("world_size", int64_t(1));
+        if (trained_on != run.world)
+          throw user_error(resume_from->path, 0, "WORLD_SIZE", fmt::format("this checkpoint was trained by {} "
+                           "rank(s), this run has {}", trained_on, run.world),
+                           fmt::format("resume with the same number of ranks (--nproc {} or torchrun "
+                                       "--nproc-per-node {})", trained_on, trained_on));
+      }
+      open_run(run, start, say);
+    } catch (const UserError&) {
+      agree(run, true);
+      throw;
+    }
+  }
+  agree(run, false);
+  // The other ranks read what rank 0 built (tokenizer, token files); on another host they build their own copy.
+  if (run.rank != 0) run.task = make_task(run.recipe, run.dir, run.device, say, data_shard(run));
 
   // Decided anew by every session: a checkpoint is float32 whatever the precision it was trained in.
   run.precision = plan_precision(recipe.train.precision, run.device);
@@ -271,7 +379,7 @@ int train(const Recipe& recipe, TrainStart start) {
   TransformerConfig model_cfg = model_config(recipe, run.task->tokenizer().vocab_size());
   model_cfg.matmul_dtype = run.precision.matmul_dtype();
   run.model = Transformer(model_cfg);
-  if (start == TrainStart::Fresh && !recipe.train.init_from.empty()) init_from_run(run);
+  if (start == TrainStart::Fresh && !recipe.train.init_from.empty() && run.rank == 0) init_from_run(run);
   run.model->to(run.device);
   add_adamw_groups(run.optimizer, run.model, recipe.train);  // after .to(): the flat buffers live on the device
   const auto& t = recipe.train;
@@ -283,11 +391,20 @@ int train(const Recipe& recipe, TrainStart start) {
       throw diverged_checkpoint_error(resume_from->path, "the model's output is NaN or Inf");
     resume_from.reset();  // its tensors were copied into the model and optimizer
   }
+  if (run.group) {
+    share_state(run);
+    // Dropout masks differ between ranks; rank 0 keeps the saved generator, the others restart theirs from the
+    // seed, the rank and the step (with dropout on, a resumed multi-rank run is therefore not bitwise exact).
+    if (run.rank != 0) torch::manual_seed(uint64_t(recipe.run.seed) + 1000003ULL * uint64_t(run.rank) + uint64_t(run.step));
+  }
   BlasInfo blas = blas_info();
-  write_run_info(run, blas, threads);
+  if (run.rank == 0) write_run_info(run, blas, threads);
   print_header(run, blas, threads, start == TrainStart::Resume);
+  if (run.group)
+    say(fmt::format("data parallel: {} ranks ({} on this host), batch {} per rank, {} in all", run.world,
+                    dist->local_world, recipe.train.batch_size, recipe.train.batch_size * run.world));
 
-  MetricsLog log(run.dir, start == TrainStart::Resume ? run.step : -1);
+  MetricsLog log(run.rank == 0 ? run.dir : "", start == TrainStart::Resume ? run.step : -1);
   if (start == TrainStart::Resume) log.write({{"step", run.step}, {"event", "resume"}});
   else log.write({{"step", 0}, {"event", "start"}, {"blas_core", blas.core}});
 
@@ -296,11 +413,13 @@ int train(const Recipe& recipe, TrainStart start) {
   std::signal(SIGTERM, on_stop_signal);
   run.model->train();
   const WorkPerStep work = run.task->work_per_step();
-  Progress progress(run.step, t.max_steps, work.count, work.unit);
+  Progress progress(run.step, t.max_steps, work.count * run.world, work.unit);
+  const bool writer = run.rank == 0;  // evaluation, probes and checkpoints: rank 0 alone
   // Condensation is present at initialisation (SPEC 2): the probe sees the model before its first update.
-  if (run.step == 0 && recipe.diagnostics.enabled()) write_probe(run, log);
+  if (run.step == 0 && recipe.diagnostics.enabled() && writer) write_probe(run, log);
   progress.exclude_pause();
   int64_t bad_in_a_row = 0;
+  double comm_s = 0;  // data-parallel: seconds in gradient and loss collectives, this session
   while (run.step < t.max_steps) {
     StepResult r = train_step(run);
     if (!r.finite) {
@@ -316,6 +435,7 @@ int train(const Recipe& recipe, TrainStart start) {
       continue;
     }
     bad_in_a_row = 0;
+    comm_s += r.comm_s;
     progress.tick(run.step);
     run.elapsed_s += progress.last_step_seconds();
     if (due(t.log_every, run.step, t.max_steps) || run.step == 1) {
@@ -323,25 +443,27 @@ int train(const Recipe& recipe, TrainStart start) {
                              {"grad_norm", r.grad_norm}, {work.log_key, progress.items_per_s()},
                              {"elapsed_s", run.elapsed_s}};
       for (const auto& [name, value] : r.parts) line["loss_" + name] = value;
+      if (run.group) line["comm_s"] = comm_s;
       log.write(line);
       say(progress.line(r.loss, run.schedule.at(run.step - 1)));
     }
-    if (due(t.eval_every, run.step, t.max_steps)) {
+    if (writer && due(t.eval_every, run.step, t.max_steps)) {
       Evaluation e = run.task->evaluate(run.model);
       e.metrics["step"] = run.step;
       log.write(e.metrics);
       say(fmt::format("eval step {}: {}", run.step, e.summary));
       progress.exclude_pause();
     }
-    if (probe_due(recipe.diagnostics, run.step, t.max_steps)) {
+    if (writer && probe_due(recipe.diagnostics, run.step, t.max_steps)) {
       write_probe(run, log);
       progress.exclude_pause();
     }
-    if (due(t.ckpt_every, run.step, t.max_steps)) {
+    if (writer && due(t.ckpt_every, run.step, t.max_steps)) {
       if (auto bad = save(run, log, "scheduled")) return stop_diverged(run, log, *bad);
       progress.exclude_pause();
     }
-    if (g_stop_signal != 0) return stop_on_signal(run, log, due(t.ckpt_every, run.step, t.max_steps));
+    if (const int sig = agreed_stop_signal(run); sig != 0)
+      return stop_on_signal(run, log, due(t.ckpt_every, run.step, t.max_steps), sig);
   }
   log.write({{"step", run.step}, {"event", "end"}, {"elapsed_s", run.elapsed_s}, {"peak_rss_mib", peak_rss_mib()}});
   say(fmt::format("done: {} steps in {:.1f} s (peak RSS {:.0f} MiB); run dir {}", run.step, run.elapsed_s,
@@ -349,4 +471,5 @@ int train(const Recipe& recipe, TrainStart start) {
   return kExitOk;
 }
 
+}  // namespace
 }  // namespace spread

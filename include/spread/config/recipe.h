@@ -98,6 +98,7 @@ struct ContrastiveConfig {
   bool simcse = false;                   // unsupervised: the positive is the anchor under another dropout mask
   std::vector<int64_t> matryoshka_dims;  // empty = the full width only
   std::string pooling = "mean";          // mean | cls | last
+  bool gather = false;                   // data-parallel: every rank scores against the whole global batch
 };
 
 // Late interaction (SPEC section 4): MaxSim of normalised token vectors, contrastive over in-batch and hard-negative
@@ -107,6 +108,7 @@ struct MaxSimConfig {
   int64_t document_length = 180;  // tokens per document, markers included
   bool query_expansion = true;    // queries padded with [MASK] to query_length, which attend and score (ColBERT)
   bool skiplist = false;          // document tokens that are punctuation only take no part in MaxSim
+  bool gather = false;            // data-parallel: every query is scored against the global batch's documents
   double temperature = 1.0;       // scores / temperature before the cross-entropy (SPEC: 1)
 };
 

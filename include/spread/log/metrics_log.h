@@ -10,6 +10,7 @@ class MetricsLog {
  public:
   // Opens run_dir/metrics.jsonl for appending. When keep_up_to_step >= 0, lines of later steps (written after
   // the checkpoint a resumed run continues from) are dropped first, so the file reads as one uninterrupted run.
+  // An empty run_dir gives a log that writes nothing (the ranks other than 0 of a data-parallel run).
   explicit MetricsLog(const std::string& run_dir, int64_t keep_up_to_step = -1);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;

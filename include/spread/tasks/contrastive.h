@@ -16,7 +16,8 @@
 namespace spread {
 
 // One contrastive batch as token sequences: anchors, then candidates [p_1..p_B, n^1_1..n^1_B, ...]; text ids are
-// equal exactly when the texts are (for duplicate masking; undefined tensors = no masking).
+// equal exactly when the texts are (for duplicate masking; undefined tensors = no masking). With a gather the
+// sequences are this rank's and the text ids those of the global batch.
 struct ContrastiveBatch {
   std::vector<const std::vector<int32_t>*> anchors, candidates;
   torch::Tensor anchor_text_ids, candidate_text_ids;
@@ -28,6 +29,9 @@ struct ContrastiveStepOptions {
   int32_t pad_id = 0;
   int64_t mini_batch = 0;  // > 0: cached mode (GradCache) with chunks of this many texts
   double grad_scale = 1.0; // the loss is backpropagated times this (1 / micro-steps)
+  // loss.contrastive.gather: InfoNCE over the global batch of all ranks (the batch's text ids are the global
+  // batch's); null = this rank's batch only
+  const DataShard* gather = nullptr;
   torch::Device device{torch::kCPU};
 };
 
@@ -41,7 +45,8 @@ double contrastive_backward(Transformer& model, const ContrastiveBatch& batch, c
 
 class ContrastiveTask : public TrainingTask {
  public:
-  ContrastiveTask(const Recipe& recipe, const std::string& run_dir, torch::Device device, const Note& note);
+  ContrastiveTask(const Recipe& recipe, const std::string& run_dir, torch::Device device, const Note& note,
+                  const DataShard& shard = {});
 
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
   MicroStepLoss micro_step(Transformer& model, int64_t step, int64_t micro, int64_t micro_steps) override;
@@ -55,9 +60,15 @@ class ContrastiveTask : public TrainingTask {
     std::vector<int32_t> negatives;  // indices into texts_
   };
   std::vector<Example> index_examples(const std::vector<PairExample>& examples);
-  ContrastiveBatch make_batch(const std::vector<Example>& set, const std::vector<int64_t>& picked) const;
+  // The batch of examples `picked`; its text ids are those of examples `ids_of` (the global batch, for a gather).
+  ContrastiveBatch make_batch(const std::vector<Example>& set, const std::vector<int64_t>& picked,
+                              const std::vector<int64_t>& ids_of) const;
+  ContrastiveBatch make_batch(const std::vector<Example>& set, const std::vector<int64_t>& picked) const {
+    return make_batch(set, picked, picked);
+  }
 
   Recipe recipe_;
+  DataShard shard_;
   torch::Device device_;
   std::shared_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<TextTable> texts_;  // tokenised distinct texts

@@ -22,7 +22,8 @@ std::vector<std::vector<int32_t>> probe_documents(const Recipe& recipe, const To
 
 class LanguageModelTask : public TrainingTask {
  public:
-  LanguageModelTask(const Recipe& recipe, const std::string& run_dir, torch::Device device, const Note& note);
+  LanguageModelTask(const Recipe& recipe, const std::string& run_dir, torch::Device device, const Note& note,
+                    const DataShard& shard = {});
 
   const Tokenizer& tokenizer() const override { return *data_.tokenizer; }
   MicroStepLoss micro_step(Transformer& model, int64_t step, int64_t micro, int64_t micro_steps) override;
@@ -34,6 +35,7 @@ class LanguageModelTask : public TrainingTask {
   void prepare_probe(const Note& note);
 
   Recipe recipe_;
+  DataShard shard_;
   torch::Device device_;
   RunData data_;
   Objective objective_;

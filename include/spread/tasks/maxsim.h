@@ -25,6 +25,7 @@ struct MaxSimStepOptions {
   WardSte ste = WardSte::kMean;
   WardPoolOptions ward;
   double grad_scale = 1.0;  // the loss is backpropagated times this (1 / micro-steps); 0 = no backward
+  const DataShard* gather = nullptr;  // loss.maxsim.gather: score against the global batch of all ranks
 };
 
 // One batch: Q queries, and Q N documents in the SPEC's layout (query i's positive at i N, then its negatives).
@@ -45,7 +46,8 @@ MaxSimStepOptions maxsim_step_options(const Recipe& recipe);
 
 class MaxSimTask : public TrainingTask {
  public:
-  MaxSimTask(const Recipe& recipe, const std::string& run_dir, torch::Device device, const Note& note);
+  MaxSimTask(const Recipe& recipe, const std::string& run_dir, torch::Device device, const Note& note,
+             const DataShard& shard = {});
 
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
   MicroStepLoss micro_step(Transformer& model, int64_t step, int64_t micro, int64_t micro_steps) override;
@@ -63,6 +65,7 @@ class MaxSimTask : public TrainingTask {
   void add_retrieval(Transformer& model, Evaluation& e) const;
 
   Recipe recipe_;
+  DataShard shard_;
   torch::Device device_;
   std::shared_ptr<Tokenizer> tokenizer_;
   MultiVectorSpec spec_;

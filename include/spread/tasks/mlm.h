@@ -12,7 +12,8 @@ namespace spread {
 
 class MaskedLanguageModelTask : public TrainingTask {
  public:
-  MaskedLanguageModelTask(const Recipe& recipe, const std::string& run_dir, torch::Device device, const Note& note);
+  MaskedLanguageModelTask(const Recipe& recipe, const std::string& run_dir, torch::Device device, const Note& note,
+                          const DataShard& shard = {});
 
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
   MicroStepLoss micro_step(Transformer& model, int64_t step, int64_t micro, int64_t micro_steps) override;
@@ -26,6 +27,7 @@ class MaskedLanguageModelTask : public TrainingTask {
                                                uint64_t seed) const;
 
   Recipe recipe_;
+  DataShard shard_;
   torch::Device device_;
   std::shared_ptr<Tokenizer> tokenizer_;
   std::vector<std::vector<int32_t>> train_, val_;

@@ -43,6 +43,15 @@ struct WorkPerStep {
 
 using Note = std::function<void(const std::string&)>;
 
+// This process's part of a data-parallel run (train/distributed.h). Rank r of `world` draws the global batch of
+// world x train.batch_size rows for (step, micro) and keeps rows [r B, (r + 1) B), so the ranks' shards are disjoint
+// and together are the batch one process with world x B would draw. Evaluation and probes are not sharded.
+struct DataShard {
+  int64_t rank = 0, world = 1;
+  // The ranks' equally shaped tensors stacked along a new dim 0 in rank order, without gradient (loss.*.gather).
+  std::function<torch::Tensor(const torch::Tensor&)> all_gather;
+};
+
 class TrainingTask {
  public:
   virtual ~TrainingTask() = default;
@@ -66,6 +75,6 @@ class TrainingTask {
 // The task of recipe.train.objective. Prepares its data in run_dir (tokenizer and cached files are built once and
 // reused on resume); `note` receives one line per thing built or loaded.
 std::unique_ptr<TrainingTask> make_task(const Recipe& recipe, const std::string& run_dir, torch::Device device,
-                                        const Note& note);
+                                        const Note& note, const DataShard& shard = {});
 
 }  // namespace spread

@@ -13,6 +13,7 @@ enum class TrainStart { Fresh, Resume };
 // Exit codes of a training run (bad input is a UserError, exit code 2).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitDiverged = 3;     // NaN/Inf: max_bad_steps in a row, or in the state to be saved
+inline constexpr int kExitPeerLost = 4;      // data-parallel: another rank failed, died or stopped answering
 inline constexpr int kExitSignalBase = 128;  // + the signal: 130 for SIGINT, 143 for SIGTERM, as shells expect
 
 // Fresh: creates recipe.run_dir() (refusing one that already holds checkpoints) and trains from step 0.
@@ -20,6 +21,8 @@ inline constexpr int kExitSignalBase = 128;  // + the signal: 130 for SIGINT, 14
 // an uninterrupted run on CPU. Both hold the run's lock (train/run_lock.h) from before anything is written.
 // SIGINT/SIGTERM save a checkpoint and return kExitSignalBase + signal. A checkpoint is never written with NaN or
 // Inf: the run stops as diverged instead (an event "diverged" with its reason in metrics.jsonl).
+// Data parallel (train/distributed.h) when WORLD_SIZE > 1: every rank calls train() with the same recipe; rank 0
+// alone writes the run directory (log, checkpoints), evaluates and probes.
 int train(const Recipe& recipe, TrainStart start);
 
 // `spread train --resume RUN_DIR [--set ...]`: the recipe saved in the run dir, with overrides applied.

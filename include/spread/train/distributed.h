@@ -1,0 +1,80 @@
+#pragma once
+// Data-parallel training over a c10d process group (Gloo on CPU; NCCL where LibTorch was built with CUDA and the
+// run's device is cuda). Every rank holds the whole model; after the micro-steps of an optimizer step the gradients
+// are averaged with bucketed all-reduces, so the update is that of one process seeing the global batch
+// (world x train.batch_size rows, rank r draws rows [r B, (r + 1) B): tasks/task.h DataShard).
+//
+// Rendezvous from the environment torchrun sets (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
+// MASTER_PORT): a TCPStore at MASTER_ADDR:MASTER_PORT, hosted by rank 0, or, when TORCHELASTIC_USE_AGENT_STORE is
+// True (torchrun's static rendezvous), hosted by torchrun's agent and used by every rank as a client under the
+// prefix /worker/attempt_<TORCHELASTIC_RESTART_COUNT>. `spread train --nproc N` (SPREAD_STORE_FILE) rendezvous
+// through a FileStore instead: LibTorch 1.13's TCPStore server listens on every address, a file opens no socket.
+// Gloo's own connections bind to MASTER_ADDR when it is a loopback address, to GLOO_SOCKET_IFNAME's interface when
+// set, and to the address of this host's name otherwise.
+//
+// Promises: a peer that fails or dies makes every collective of the others throw PeerLost (no hang) within
+// SPREAD_DIST_TIMEOUT seconds (default 300); ranks whose resolved recipes differ are refused before training.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+#include <torch/types.h>
+
+namespace spread {
+
+class FlatAdamW;
+
+// Where this process stands in the run, read from the environment.
+struct DistributedEnv {
+  int64_t rank = 0, world = 1;
+  int64_t local_rank = 0, local_world = 1;
+  std::string master_addr;
+  int64_t master_port = 0;
+  bool agent_store = false;     // TORCHELASTIC_USE_AGENT_STORE=True
+  int64_t restart_count = 0;    // TORCHELASTIC_RESTART_COUNT
+  std::string store_file;       // SPREAD_STORE_FILE (spread train --nproc)
+  int64_t timeout_s = 300;      // SPREAD_DIST_TIMEOUT
+};
+
+// Nullopt when WORLD_SIZE is unset or 1 (a single process). A missing or malformed variable is a UserError
+// naming it (exit code 2).
+std::optional<DistributedEnv> distributed_env();
+
+// A collective failed: a peer died, closed its connection or did not answer within the timeout.
+class PeerLost : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class ProcessGroup {
+ public:
+  // Joins the group (blocks until every rank has, or the timeout). `device`: cuda selects NCCL (CUDA builds).
+  static std::unique_ptr<ProcessGroup> connect(const DistributedEnv& env, const torch::Device& device);
+  virtual ~ProcessGroup() = default;
+
+  int64_t rank() const { return rank_; }
+  int64_t world() const { return world_; }
+
+  // Tensors of rank 0 copied into every rank's (in place).
+  virtual void broadcast(std::vector<torch::Tensor> tensors) = 0;
+  // Element-wise sum over ranks, in place, of each tensor (one collective per tensor, all in flight together).
+  virtual void all_reduce_sum(std::vector<torch::Tensor> tensors) = 0;
+  // The ranks' equally shaped tensors stacked along a new dim 0, in rank order (no gradient; on the group's device).
+  virtual torch::Tensor all_gather(const torch::Tensor& local) = 0;
+
+  // Averages the optimizer's flat gradient buffers over ranks, in buckets of at most bucket_bytes each.
+  void average_gradients(FlatAdamW& optimizer, int64_t bucket_bytes = 25 << 20);
+  // The mean over ranks of each value (losses for the log, flags).
+  std::vector<double> mean(const std::vector<double>& values);
+
+ protected:
+  int64_t rank_ = 0, world_ = 1;
+  torch::Device device_{torch::kCPU};  // where its collectives run (NCCL: cuda)
+};
+
+// The 64-bit FNV-1a hash of a text (of the resolved recipe, compared across ranks).
+uint64_t fnv1a64(const std::string& text);
+
+}  // namespace spread

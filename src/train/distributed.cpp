@@ -1,0 +1,229 @@
+#include "spread/train/distributed.h"
+
+// ProcessGroupGloo.hpp declares its class only under USE_C10D_GLOO (LibTorch's own build defines it); Debian's
+// libtorch_cpu.so exports the symbols, libgloo-dev provides the gloo headers it includes.
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO
+#endif
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/version.h>
+#if defined(SPREAD_WITH_NCCL)
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <chrono>
+#include <cstdlib>
+#include <fmt/format.h>
+
+#include "spread/train/optimizer.h"
+#include "spread/util/error.h"
+
+namespace spread {
+namespace {
+
+const char* kEnvSource = "environment";
+
+// LibTorch 2 split the collectives of a backend (Gloo, NCCL) from the ProcessGroup front that dispatches to them;
+// in 1.13 ProcessGroupGloo is itself a ProcessGroup. Either way the calls used here have the same signatures.
+#if TORCH_VERSION_MAJOR >= 2
+using Collectives = c10d::Backend;
+#else
+using Collectives = c10d::ProcessGroup;
+#endif
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+
+int64_t env_int(const char* name, std::optional<int64_t> fallback, int64_t low, int64_t high, const char* hint) {
+  auto text = env(name);
+  if (!text) {
+    if (fallback) return *fallback;
+    throw user_error(kEnvSource, 0, name, "is not set", hint);
+  }
+  try {
+    size_t used = 0;
+    const int64_t v = std::stoll(*text, &used);
+    if (used == text->size() && v >= low && v <= high) return v;
+  } catch (const std::exception&) {
+  }
+  throw user_error(kEnvSource, 0, name, fmt::format("'{}' is not an integer in [{}, {}]", *text, low, high), hint);
+}
+
+bool is_loopback(const std::string& address) {
+  return address == "localhost" || address.rfind("127.", 0) == 0 || address == "::1";
+}
+
+PeerLost peer_lost(const std::string& what, const std::exception& e) {
+  return PeerLost(fmt::format("{} failed: {} (another rank stopped, crashed or did not answer within "
+                              "SPREAD_DIST_TIMEOUT; its own output says why)", what, e.what()));
+}
+
+// Each call runs the collective and waits for it; every c10d/gloo failure becomes PeerLost.
+class C10dGroup : public ProcessGroup {
+ public:
+  C10dGroup(c10::intrusive_ptr<Collectives> group, int64_t rank, int64_t world, torch::Device device)
+      : group_(std::move(group)) {
+    rank_ = rank;
+    world_ = world;
+    device_ = device;
+  }
+
+  void broadcast(std::vector<torch::Tensor> tensors) override {
+    try {
+      std::vector<c10::intrusive_ptr<c10d::Work>> works;
+      for (auto& t : tensors) {
+        std::vector<at::Tensor> one{t};
+        works.push_back(group_->broadcast(one, c10d::BroadcastOptions{0}));
+      }
+      for (auto& w : works) w->wait();
+    } catch (const std::exception& e) {
+      throw peer_lost(fmt::format("rank {}: broadcast", rank_), e);
+    }
+  }
+
+  void all_reduce_sum(std::vector<torch::Tensor> tensors) override {
+    try {
+      std::vector<c10::intrusive_ptr<c10d::Work>> works;
+      for (auto& t : tensors) {
+        std::vector<at::Tensor> one{t};
+        works.push_back(group_->allreduce(one));
+      }
+      for (auto& w : works) w->wait();
+    } catch (const std::exception& e) {
+      throw peer_lost(fmt::format("rank {}: all-reduce", rank_), e);
+    }
+  }
+
+  torch::Tensor all_gather(const torch::Tensor& local) override {
+    try {
+      auto input = local.detach().to(device_).contiguous();
+      std::vector<at::Tensor> outputs;
+      for (int64_t r = 0; r < world_; ++r) outputs.push_back(torch::empty_like(input));
+      std::vector<std::vector<at::Tensor>> out{outputs};
+      std::vector<at::Tensor> in{input};
+      group_->allgather(out, in)->wait();
+      return torch::stack(out[0]);
+    } catch (const std::exception& e) {
+      throw peer_lost(fmt::format("rank {}: all-gather", rank_), e);
+    }
+  }
+
+ private:
+  c10::intrusive_ptr<Collectives> group_;
+};
+
+c10::intrusive_ptr<c10d::Store> open_store(const DistributedEnv& env, std::chrono::milliseconds timeout) {
+  if (!env.store_file.empty())
+    return c10::make_intrusive<c10d::FileStore>(env.store_file, int(env.world));
+  c10d::TCPStoreOptions options;
+  options.port = uint16_t(env.master_port);
+  options.isServer = !env.agent_store && env.rank == 0;
+  options.numWorkers = size_t(env.world);
+  options.waitWorkers = false;  // the process group's own rendezvous waits for everyone
+  options.timeout = timeout;
+  c10::intrusive_ptr<c10d::Store> store;
+  try {
+    store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+  } catch (const std::exception& e) {
+    throw user_error(kEnvSource, 0, "MASTER_ADDR",
+                     fmt::format("cannot {} the store at {}:{}: {}", options.isServer ? "host" : "reach",
+                                 env.master_addr, env.master_port, e.what()),
+                     "check MASTER_ADDR / MASTER_PORT (a free port on rank 0's host, reachable from every rank)");
+  }
+  if (env.agent_store)  // torchrun's agent keeps one namespace per restart of the workers
+    return c10::make_intrusive<c10d::PrefixStore>(fmt::format("/worker/attempt_{}", env.restart_count), store);
+  return store;
+}
+
+std::shared_ptr<gloo::transport::Device> gloo_device(const DistributedEnv& env) {
+  if (auto ifname = spread::env("GLOO_SOCKET_IFNAME"))
+    return c10d::ProcessGroupGloo::createDeviceForInterface(*ifname);
+  if (!env.store_file.empty() || is_loopback(env.master_addr))
+    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  return c10d::ProcessGroupGloo::createDefaultDevice();
+}
+
+}  // namespace
+
+std::optional<DistributedEnv> distributed_env() {
+  const char* hint = "launch with torchrun --no-python --nproc-per-node N spread train ..., or spread train --nproc N";
+  DistributedEnv e;
+  e.world = env_int("WORLD_SIZE", int64_t(1), 1, 1 << 20, hint);
+  if (e.world == 1) return std::nullopt;
+  e.rank = env_int("RANK", std::nullopt, 0, e.world - 1, "set RANK to this process's rank, 0 .. WORLD_SIZE - 1");
+  e.local_rank = env_int("LOCAL_RANK", e.rank, 0, e.world - 1, hint);
+  e.local_world = env_int("LOCAL_WORLD_SIZE", e.world, 1, e.world, "the number of ranks on this host");
+  e.timeout_s = env_int("SPREAD_DIST_TIMEOUT", int64_t(300), 1, 1 << 30, "seconds a collective may wait for a peer");
+  e.store_file = env("SPREAD_STORE_FILE").value_or("");
+  if (e.store_file.empty()) {
+    auto addr = env("MASTER_ADDR");
+    if (!addr) throw user_error(kEnvSource, 0, "MASTER_ADDR", "is not set", "set it to rank 0's host address");
+    e.master_addr = *addr;
+    e.master_port = env_int("MASTER_PORT", std::nullopt, 1, 65535, "set it to a free TCP port on rank 0's host");
+    const std::string agent = env("TORCHELASTIC_USE_AGENT_STORE").value_or("");
+    e.agent_store = agent == "True" || agent == "true" || agent == "1";
+    e.restart_count = env_int("TORCHELASTIC_RESTART_COUNT", int64_t(0), 0, 1 << 30, "torchrun sets it");
+  }
+  return e;
+}
+
+std::unique_ptr<ProcessGroup> ProcessGroup::connect(const DistributedEnv& env, const torch::Device& device) {
+  const std::chrono::milliseconds timeout(env.timeout_s * 1000);
+  auto store = open_store(env, timeout);
+  c10::intrusive_ptr<Collectives> group;
+  try {
+    if (device.is_cuda()) {
+#if defined(SPREAD_WITH_NCCL)
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = timeout;
+      group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, int(env.rank), int(env.world), options);
+#else
+      throw user_error("recipe", 0, "run.device", "data-parallel training on cuda needs a LibTorch built with NCCL",
+                       "build spread against a CUDA LibTorch (-DCMAKE_PREFIX_PATH=...) or use device = \"cpu\"");
+#endif
+    } else {
+      auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+      options->devices.push_back(gloo_device(env));
+      options->threads = 2;
+      group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, int(env.rank), int(env.world), options);
+    }
+  } catch (const UserError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw peer_lost(fmt::format("joining the process group as rank {} of {}", env.rank, env.world), e);
+  }
+  return std::make_unique<C10dGroup>(std::move(group), env.rank, env.world, device);
+}
+
+void ProcessGroup::average_gradients(FlatAdamW& optimizer, int64_t bucket_bytes) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> buckets;
+  for (auto& g : optimizer.groups()) {
+    const int64_t n = g.grad.numel(), per = std::max<int64_t>(1, bucket_bytes / int64_t(g.grad.element_size()));
+    for (int64_t first = 0; first < n; first += per) buckets.push_back(g.grad.narrow(0, first, std::min(per, n - first)));
+  }
+  all_reduce_sum(buckets);
+  for (auto& g : optimizer.groups())
+    if (g.grad.numel() > 0) g.grad.div_(double(world_));
+}
+
+std::vector<double> ProcessGroup::mean(const std::vector<double>& values) {
+  auto t = torch::tensor(values, torch::kDouble).to(device_);
+  all_reduce_sum({t});
+  t = t.div(double(world_)).cpu();
+  return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+}
+
+uint64_t fnv1a64(const std::string& text) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+}  // namespace spread

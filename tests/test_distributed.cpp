@@ -1,0 +1,246 @@
+// Data-parallel training (train/distributed.h) as users start it: the built spread binary, 2 Gloo ranks on
+// localhost. The reference is independent of the code under test's communication: one process with the global
+// batch (2 x B), which draws the same rows (tasks/task.h DataShard) and needs no process group.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "cli_run.h"
+#include "spread/log/metrics_log.h"
+#include "spread/train/checkpoint.h"
+
+namespace fs = std::filesystem;
+using spread::testing::fresh_temp_dir;
+using spread::testing::run_spread;
+
+namespace {
+
+// A spread process started with extra environment variables; its output goes to `log`.
+struct Worker {
+  pid_t pid = -1;
+  std::string log;
+};
+
+Worker start_worker(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env,
+                    const std::string& log) {
+  Worker w{-1, log};
+  w.pid = fork();
+  if (w.pid == 0) {
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    std::vector<std::string> text{SPREAD_BINARY};
+    text.insert(text.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : text) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    freopen(log.c_str(), "w", stdout);
+    dup2(fileno(stdout), 2);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return w;
+}
+
+// The exit code, or -1 when it has not ended within `seconds` (it is then killed).
+int wait_worker(const Worker& w, double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    int status = 0;
+    if (waitpid(w.pid, &status, WNOHANG) == w.pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(w.pid, SIGKILL);
+  waitpid(w.pid, nullptr, 0);
+  return -1;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::pair<std::string, std::string>> rank_env(int rank, const fs::path& store) {
+  return {{"RANK", std::to_string(rank)}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", std::to_string(rank)},
+          {"LOCAL_WORLD_SIZE", "2"}, {"SPREAD_STORE_FILE", store.string()}, {"SPREAD_DIST_TIMEOUT", "20"}};
+}
+
+void write_lm_recipe(const fs::path& dir, int64_t batch, int64_t steps) {
+  {
+    std::ofstream corpus(dir / "c.txt");
+    for (int i = 0; i < 300; ++i) corpus << "to be or not to be, that is the question " << i % 11 << "\n";
+  }
+  std::ofstream(dir / "r.toml") << "[run]\nout_dir = \"" << dir.string() << "\"\nthreads = 1\n"
+                                << "[data]\nsource = \"text\"\npath = \"" << (dir / "c.txt").string() << "\"\n"
+                                << "[tokenizer]\nkind = \"char\"\n[model]\nn_layer = 1\nn_head = 2\nn_embd = 16\n"
+                                << "block_size = 16\ndropout = 0.0\n[train]\nbatch_size = " << batch
+                                << "\nmax_steps = " << steps << "\nwarmup_steps = 2\nlr = 3e-3\neval_every = 1000\n"
+                                << "log_every = 1\nckpt_every = " << steps << "\n";
+}
+
+// Per-step loss and gradient norm of a run's metrics.jsonl.
+std::vector<std::pair<double, double>> step_lines(const fs::path& run_dir) {
+  std::vector<std::pair<double, double>> out;
+  for (const auto& j : spread::read_metrics((run_dir / "metrics.jsonl").string()))
+    if (j.contains("loss") && j.contains("grad_norm")) out.push_back({j["loss"].get<double>(), j["grad_norm"].get<double>()});
+  return out;
+}
+
+void expect_same_training(const fs::path& one, const fs::path& two, size_t steps, double tol) {
+  const auto a = step_lines(one), b = step_lines(two);
+  ASSERT_EQ(a.size(), steps);
+  ASSERT_EQ(b.size(), steps);
+  for (size_t i = 0; i < steps; ++i) {
+    EXPECT_NEAR(a[i].first, b[i].first, tol) << "loss of step " << i + 1;
+    EXPECT_NEAR(a[i].second, b[i].second, tol * std::max(1.0, a[i].second)) << "grad norm of step " << i + 1;
+  }
+  auto ca = spread::load_latest_checkpoint(one.string(), nullptr);
+  auto cb = spread::load_latest_checkpoint(two.string(), nullptr);
+  ASSERT_TRUE(ca && cb);
+  EXPECT_EQ(ca->step, cb->step);
+  int compared = 0;
+  for (const auto& [name, t] : ca->tensors) {
+    if (name.rfind("model.", 0) != 0) continue;
+    ASSERT_TRUE(cb->tensors.count(name)) << name;
+    EXPECT_LT((t - cb->tensors.at(name)).abs().max().item<double>(), tol) << name;
+    ++compared;
+  }
+  EXPECT_GT(compared, 4);
+}
+
+}  // namespace
+
+// 2 ranks x batch 3 give the losses, gradient norms and final weights of 1 process x batch 6 (20 steps, LM);
+// resuming needs the same number of ranks.
+TEST(Distributed, TwoGlooRanksEqualOneProcessWithTheGlobalBatch) {
+  auto dir = fresh_temp_dir("ddp_lm");
+  write_lm_recipe(dir, 3, 20);
+  const std::string recipe = (dir / "r.toml").string();
+  auto one = run_spread("train " + recipe + " --set run.name=one --set train.batch_size=6");
+  ASSERT_EQ(one.code, 0) << one.output;
+  auto two = run_spread("train " + recipe + " --set run.name=two --nproc 2");
+  ASSERT_EQ(two.code, 0) << two.output;
+  EXPECT_NE(two.output.find("data parallel: 2 ranks"), std::string::npos) << two.output;
+  expect_same_training(dir / "one", dir / "two", 20, 1e-5);
+
+  auto refused = run_spread("train --resume " + (dir / "two").string() + " --set train.max_steps=22");
+  EXPECT_EQ(refused.code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("WORLD_SIZE"), std::string::npos) << refused.output;
+  auto resumed = run_spread("train --nproc 2 --resume " + (dir / "two").string() + " --set train.max_steps=22");
+  EXPECT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_EQ(step_lines(dir / "two").size(), 22u);
+  fs::remove_all(dir);
+}
+
+static void write_pairs(const fs::path& path) {
+  std::ofstream pairs(path);
+  pairs << "anchor\tpositive\tnegative\n";
+  const char* things[] = {"cat", "dog", "bird", "fish", "horse", "child", "man", "woman", "tree", "stone"};
+  for (int i = 0; i < 90; ++i)
+    pairs << "a " << things[i % 10] << " " << i << "\tthe " << things[i % 10] << " number " << i << "\tno "
+          << things[(i + 3) % 10] << " at " << i << "\n";
+}
+
+static std::string encoder_recipe(const fs::path& dir, const std::string& objective) {
+  std::ostringstream r;
+  r << "[run]\nout_dir = \"" << dir.string() << "\"\nthreads = 1\n"
+    << "[data]\nsource = \"pairs\"\npath = \"" << (dir / "p.tsv").string() << "\"\n"
+    << "[tokenizer]\nkind = \"char\"\n[model]\nn_layer = 1\nn_head = 2\nn_embd = 16\nblock_size = 32\n"
+    << "causal = false\nhead_dim = 8\n[train]\nobjective = \"" << objective << "\"\nbatch_size = 4\n"
+    << "max_steps = 6\nwarmup_steps = 1\neval_every = 1000\nlog_every = 1\nckpt_every = 6\n";
+  return r.str();
+}
+
+// loss.contrastive.gather: 2 ranks x 4 pairs (with a hard negative each) give the InfoNCE loss, gradient norm and
+// weights of 1 process x 8 pairs, whose in-batch negatives are the whole global batch.
+TEST(Distributed, ContrastiveGatherEqualsOneProcessWithTheGlobalBatch) {
+  auto dir = fresh_temp_dir("ddp_gather");
+  write_pairs(dir / "p.tsv");
+  const std::string recipe = (dir / "r.toml").string();
+  std::ofstream(recipe) << encoder_recipe(dir, "contrastive") << "[loss.contrastive]\ngather = true\nsymmetric = true\n";
+  auto one = run_spread("train " + recipe + " --set run.name=one --set train.batch_size=8");
+  ASSERT_EQ(one.code, 0) << one.output;
+  auto two = run_spread("train " + recipe + " --set run.name=two --nproc 2");
+  ASSERT_EQ(two.code, 0) << two.output;
+  expect_same_training(dir / "one", dir / "two", 6, 1e-5);
+  // Without the gather each rank's negatives are its own 4 pairs: another loss.
+  auto local = run_spread("train " + recipe + " --set run.name=local --nproc 2 --set loss.contrastive.gather=false");
+  ASSERT_EQ(local.code, 0) << local.output;
+  EXPECT_GT(std::abs(step_lines(dir / "one")[0].first - step_lines(dir / "local")[0].first), 1e-3);
+  fs::remove_all(dir);
+}
+
+// loss.maxsim.gather, pooling-aware: 2 ranks x 4 queries score against all 16 documents (positive and hard negative
+// of every query) as 1 process x 8 queries does.
+TEST(Distributed, MaxSimGatherEqualsOneProcessWithTheGlobalBatch) {
+  auto dir = fresh_temp_dir("ddp_maxsim");
+  write_pairs(dir / "p.tsv");
+  const std::string recipe = (dir / "r.toml").string();
+  std::ofstream(recipe) << encoder_recipe(dir, "maxsim") << "[loss.maxsim]\ngather = true\nquery_length = 16\n"
+                        << "document_length = 24\n[loss.pooling_aware]\nenabled = true\npool_factor = 2\n";
+  auto one = run_spread("train " + recipe + " --set run.name=one --set train.batch_size=8");
+  ASSERT_EQ(one.code, 0) << one.output;
+  auto two = run_spread("train " + recipe + " --set run.name=two --nproc 2");
+  ASSERT_EQ(two.code, 0) << two.output;
+  expect_same_training(dir / "one", dir / "two", 6, 1e-5);
+  fs::remove_all(dir);
+}
+
+// A rank killed mid-run: the other exits with a clear error (exit code 4) well within its timeout, no hang.
+TEST(Distributed, KilledRankStopsTheOthersWithAClearError) {
+  auto dir = fresh_temp_dir("ddp_fault");
+  write_lm_recipe(dir, 2, 1000000);
+  const std::vector<std::string> args{"train", (dir / "r.toml").string(), "--set", "run.name=f"};
+  const auto store = dir / "store";
+  Worker r0 = start_worker(args, rank_env(0, store), (dir / "r0.log").string());
+  Worker r1 = start_worker(args, rank_env(1, store), (dir / "r1.log").string());
+  // Wait until training runs (rank 0 has logged a step), then kill rank 1.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (step_lines(dir / "f").size() < 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_GE(step_lines(dir / "f").size(), 3u) << read_text(r0.log);
+  kill(r1.pid, SIGKILL);
+  waitpid(r1.pid, nullptr, 0);
+  const auto killed_at = std::chrono::steady_clock::now();
+  const int code = wait_worker(r0, 40);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  const std::string out = read_text(r0.log);
+  EXPECT_EQ(code, 4) << out;
+  EXPECT_LT(took, 25.0) << out;  // SPREAD_DIST_TIMEOUT = 20 s at most
+  EXPECT_NE(out.find("error: rank 0:"), std::string::npos) << out;
+  EXPECT_NE(out.find("another rank"), std::string::npos) << out;
+  fs::remove_all(dir);
+}
+
+// Ranks whose resolved recipes differ are refused, every one of them with exit code 2 and the reason; bad launch
+// environments name the variable.
+TEST(Distributed, RefusesDifferentRecipesAndBadEnvironments) {
+  auto dir = fresh_temp_dir("ddp_refuse");
+  write_lm_recipe(dir, 2, 5);
+  const std::vector<std::string> args{"train", (dir / "r.toml").string(), "--set", "run.name=x"};
+  std::vector<std::string> other = args;
+  other.insert(other.end(), {"--set", "train.lr=0.002"});
+  Worker r0 = start_worker(args, rank_env(0, dir / "store"), (dir / "r0.log").string());
+  Worker r1 = start_worker(other, rank_env(1, dir / "store"), (dir / "r1.log").string());
+  EXPECT_EQ(wait_worker(r0, 60), 2) << read_text(r0.log);
+  EXPECT_EQ(wait_worker(r1, 60), 2) << read_text(r1.log);
+  EXPECT_NE(read_text(r0.log).find("recipe of rank(s) 1 differs from rank 0's"), std::string::npos)
+      << read_text(r0.log);
+  EXPECT_FALSE(fs::exists(dir / "x" / "metrics.jsonl"));
+
+  Worker bad = start_worker(args, {{"WORLD_SIZE", "2"}}, (dir / "bad.log").string());
+  EXPECT_EQ(wait_worker(bad, 30), 2);
+  EXPECT_NE(read_text(bad.log).find("RANK"), std::string::npos) << read_text(bad.log);
+  Worker port = start_worker(args, {{"WORLD_SIZE", "2"}, {"RANK", "1"}, {"MASTER_ADDR", "127.0.0.1"},
+                                    {"MASTER_PORT", "http"}}, (dir / "port.log").string());
+  EXPECT_EQ(wait_worker(port, 30), 2);
+  EXPECT_NE(read_text(port.log).find("MASTER_PORT"), std::string::npos) << read_text(port.log);
+  fs::remove_all(dir);
+}
