@@ -1,6 +1,6 @@
 #pragma once
-// Running the built spread binary from a test (SPREAD_BINARY): exit code and combined output, and a fresh
-// temporary directory per test.
+// Running the built spread binary from a test (SPREAD_BINARY): exit code and combined output, a fresh
+// temporary directory per test, and the values a run logged under one key.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,6 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include "spread/log/metrics_log.h"
 
 namespace spread::testing {
 
@@ -32,6 +35,14 @@ inline std::filesystem::path fresh_temp_dir(const std::string& name) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+// Every value logged under `key` in run_dir's metrics.jsonl, in order (event lines left out).
+inline std::vector<double> logged(const std::filesystem::path& run_dir, const std::string& key) {
+  std::vector<double> out;
+  for (const auto& j : spread::read_metrics((run_dir / "metrics.jsonl").string()))
+    if (j.contains(key) && !j.contains("event")) out.push_back(j[key].get<double>());
+  return out;
 }
 
 }  // namespace spread::testing

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cli_run.h"
 #include "spread/config/recipe.h"
 #include "spread/data/loader.h"
 #include "spread/losses/contrastive.h"
@@ -20,6 +21,8 @@
 #include "spread/util/error.h"
 
 namespace fs = std::filesystem;
+using spread::testing::logged;
+using spread::testing::fresh_temp_dir;
 
 namespace {
 
@@ -213,13 +216,6 @@ TEST(Precision, Bf16IsUsedWhereTheCpuHasItAndItIsFaster) {
 
 namespace {
 
-fs::path temp_dir(const std::string& name) {
-  auto dir = fs::temp_directory_path() / ("spread_test_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 spread::Recipe tiny_recipe(const fs::path& dir, const std::string& name, int64_t steps,
                            std::vector<std::string> extra = {}) {
   auto corpus = dir / "corpus.txt";
@@ -243,13 +239,6 @@ spread::Recipe tiny_recipe(const fs::path& dir, const std::string& name, int64_t
   return spread::parse_recipe("", "test.toml", o);
 }
 
-std::vector<double> logged(const fs::path& run_dir, const std::string& key) {
-  std::vector<double> out;
-  for (const auto& j : spread::read_metrics((run_dir / "metrics.jsonl").string()))
-    if (j.contains(key) && !j.contains("event")) out.push_back(j[key].get<double>());
-  return out;
-}
-
 nlohmann::json run_precision(const fs::path& run_dir) {
   std::ifstream in(run_dir / "run.json");
   return nlohmann::json::parse(in).at("precision");
@@ -259,7 +248,7 @@ nlohmann::json run_precision(const fs::path& run_dir) {
 
 // The fallback trains exactly as float32 does, and run.json says so.
 TEST(Precision, ForcedFallbackTrainsBitwiseLikeFloat32) {
-  auto dir = temp_dir("bf16_fallback");
+  auto dir = fresh_temp_dir("bf16_fallback");
   ASSERT_EQ(spread::train(tiny_recipe(dir, "fp32", 4), spread::TrainStart::Fresh), 0);
   ::setenv("SPREAD_FORCE_NO_BF16", "1", 1);
   const int rc = spread::train(tiny_recipe(dir, "fallback", 4, {"train.precision=bf16"}), spread::TrainStart::Fresh);
@@ -275,7 +264,7 @@ TEST(Precision, ForcedFallbackTrainsBitwiseLikeFloat32) {
 // in float32. Its LM and dispersion losses stay within 2% of a float32 run's over the steps.
 TEST(Precision, Bf16ResumesBitwiseAndContinuesInFloat32) {
   if (!bf16_here()) GTEST_SKIP() << "bf16 is not used on this CPU";
-  auto dir = temp_dir("bf16_resume");
+  auto dir = fresh_temp_dir("bf16_resume");
   ASSERT_EQ(spread::train(tiny_recipe(dir, "straight", 8, {"train.precision=bf16"}), spread::TrainStart::Fresh), 0);
   ASSERT_EQ(spread::train(tiny_recipe(dir, "broken", 8, {"train.precision=bf16"}), spread::TrainStart::Fresh), 0);
   ASSERT_EQ(spread::train(tiny_recipe(dir, "fp32", 8), spread::TrainStart::Fresh), 0);

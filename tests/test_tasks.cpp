@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 
+#include "cli_run.h"
 #include "spread/config/recipe.h"
 #include "spread/data/corpus.h"
 #include "spread/data/special_tokens.h"
@@ -23,6 +24,7 @@
 #include "spread/util/error.h"
 
 namespace fs = std::filesystem;
+using spread::testing::logged;
 
 namespace {
 
@@ -114,13 +116,6 @@ spread::Recipe maxsim_recipe(const fs::path& dir, const std::string& name, int64
                      "loss.maxsim.query_length=12", "loss.maxsim.document_length=32"});
   o.insert(o.end(), extra.begin(), extra.end());
   return spread::parse_recipe("", "test.toml", o);
-}
-
-std::vector<double> logged(const fs::path& run_dir, const std::string& key) {
-  std::vector<double> out;
-  for (const auto& j : spread::read_metrics((run_dir / "metrics.jsonl").string()))
-    if (j.contains(key) && !j.contains("event")) out.push_back(j[key].get<double>());
-  return out;
 }
 
 // A crash after step 10's checkpoint, then resume: the losses after resuming are those of an uninterrupted run.
