@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Contrastive training (SPEC.md 3) of spread against plain PyTorch: scripts/st_ref.py is the same encoder, mean
 # pooling and in-batch InfoNCE as sentence-transformers' MultipleNegativesRankingLoss trains it. One shape:
-#   4 layers, 4 heads, width 256, max_length 64, batch 64 pairs, BPE vocabulary 4096 (+ 4 reserved ids), dropout 0.1.
+#   4 layers, 4 heads, width 256, max_length 64, batch 64 pairs, BPE vocabulary 4096 (+ the reserved ids), dropout 0.1.
 # Speed: training pairs/s (median over the logged windows after the first) and encoding texts/s (`spread encode`'s
 #   final rate over ENCODE_TEXTS texts, tokenization included; the reference gets token ids, so it has none),
 #   alternating spread and the reference over ROUNDS rounds (spread first in odd rounds, the reference first in
@@ -103,8 +103,8 @@ ref_python=${ST_PYTHON:-/usr/bin/python3}
 have_ref=0
 "$ref_python" -c 'import torch' 2>/dev/null && have_ref=1
 [[ $have_ref == 1 ]] || echo "(no PyTorch reference: $ref_python cannot import torch; apt-get install python3-torch)"
-ref_shape=(--n-layer "$n_layer" --n-head "$n_head" --n-embd "$n_embd" --block "$max_length" --vocab $((vocab + 4))
-           --max-len "$max_length" --lengths "$out/lengths.txt")
+ref_shape=(--n-layer "$n_layer" --n-head "$n_head" --n-embd "$n_embd" --block "$max_length"
+           --max-len "$max_length" --lengths "$out/lengths.txt")  # --vocab: round 1's, see prepare_reference
 ref_env=()
 reference() {  # ARGS...: one st_ref.py run, its JSON line
   env "${ref_env[@]}" "$ref_python" scripts/st_ref.py "${ref_shape[@]}" "$@"
@@ -114,6 +114,10 @@ reference() {  # ARGS...: one st_ref.py run, its JSON line
 # BLAS core: the one spread chose itself, if it did (as bench_lm.sh).
 prepare_reference() {
   local run=$out/$1 lengths_kind
+  # The embedding table's rows: the tokenizer's vocabulary and the reserved ids after it ([PAD] [CLS] [SEP] [MASK]
+  # [Q] [D] today), read from the run rather than counted here.
+  ref_shape+=(--vocab "$(python3 -c 'import json,sys; t = json.load(open(sys.argv[1]))
+print(max([t["vocab_size"] - 1, *t["special_tokens"].values()]) + 1)' "$run/tokenizer.json")")
   lengths_kind=$("$ref_python" - "$out/pairs.tsv" "$run/tokenizer.model" "$max_length" "$out/lengths.txt" <<'PY'
 import sys
 pairs, model, max_length, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]

@@ -256,7 +256,7 @@ def main():
     p.add_argument("--n-head", type=int, default=4)
     p.add_argument("--n-embd", type=int, default=256)
     p.add_argument("--block", type=int, default=64, help="positions (spread's model.block_size)")
-    p.add_argument("--vocab", type=int, default=4100, help="spread's: tokenizer.vocab_size + 4 reserved ids")
+    p.add_argument("--vocab", type=int, default=4100, help="spread's: tokenizer.vocab_size + its reserved ids")
     p.add_argument("--batch", type=int, default=64, help="train: pairs per step; encode: texts per forward pass")
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--window", type=int, default=5, help="steps per timing window (the first is warm-up)")
