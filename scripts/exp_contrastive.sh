@@ -2,7 +2,8 @@
 # Embedding condensation under contrastive training (SPEC sections 1.3, 3, 5): an MLM backbone pretrained on
 # WordNet glosses (recipes/mlm_wordnet.toml), then contrastive fine-tuning from it on WordNet pairs
 # (recipes/contrastive_wordnet.toml) with SEEDS seeds (default 1 2 3). Each model is measured on the same data:
-#   - SOCM, intra-text mean cosine and concentration of the last layer on STS-B dev sentences (spread diagnose),
+#   - SOCM, intra-text mean cosine and concentration of the last block on STS-B dev sentences (spread diagnose),
+#     and SOCM after the final norm (the vectors that are pooled),
 #   - alignment (STS-B dev pairs scored >= 4) and uniformity (their first sentences), from `spread encode`,
 #   - STS-B dev Spearman and SciFact (train queries, full corpus) nDCG@10 / MRR@10 / Recall@100 (spread eval),
 # plus BM25 on the same SciFact files for context (scripts/bm25_ref.py). Writes a markdown table to
@@ -35,7 +36,7 @@ PY
 
 measure() {  # RUN_DIR LABEL: every number of one model into $out/LABEL.*
   local run=$1 label=$2
-  build/spread diagnose --run "$run" --texts "$out/sentences.txt" --layers last --pairs 20000 \
+  build/spread diagnose --run "$run" --texts "$out/sentences.txt" --layers last,final --pairs 20000 \
     --out "$out/$label.diagnose.json" >/dev/null
   build/spread eval --run "$run" --sts "$sts" --beir "$beir" --pooling mean --out "$out/$label.eval.json" >/dev/null
   build/spread encode --run "$run" --in "$out/pos_a.txt" --out "$out/$label.pos_a.npy" >/dev/null 2>&1
@@ -66,22 +67,23 @@ import json, sys
 import numpy as np
 out, minutes, labels = sys.argv[1], sys.argv[2], sys.argv[3:]
 def row(label):
-    d = json.load(open(f"{out}/{label}.diagnose.json"))["layers"][-1]
+    d, f = json.load(open(f"{out}/{label}.diagnose.json"))["layers"]  # last block, after the final norm
     e = json.load(open(f"{out}/{label}.eval.json"))
     a, b = np.load(f"{out}/{label}.pos_a.npy"), np.load(f"{out}/{label}.pos_b.npy")
     align = float(np.mean(np.sum((a - b) ** 2, axis=1)))
     sq = np.maximum(2 - 2 * a @ a.T, 0)[np.triu_indices(len(a), 1)]
     uniform = float(np.log(np.mean(np.exp(-2 * sq))))
     return [label, d["socm"]["mean"], d["mean_cos_excl"], d["concentration"], align, uniform,
-            e["sts"]["spearman"], e["beir"]["ndcg@10"], e["beir"]["mrr@10"], e["beir"]["recall@100"]]
+            e["sts"]["spearman"], e["beir"]["ndcg@10"], e["beir"]["mrr@10"], e["beir"]["recall@100"],
+            f["socm"]["mean"]]
 rows = [row(l) for l in labels]
 bm25 = json.load(open(f"{out}/bm25.json"))
 head = ["model", "SOCM", "mean cos (last layer)", "concentration", "align", "uniform", "STS-B dev Spearman",
-        "SciFact nDCG@10", "MRR@10", "R@100"]
+        "SciFact nDCG@10", "MRR@10", "R@100", "SOCM (after final norm)"]
 lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 for r in rows:
     lines.append("| " + " | ".join([r[0]] + [f"{v:.4f}" for v in r[1:]]) + " |")
-lines.append(f"| BM25 (scripts/bm25_ref.py) | | | | | | | {bm25['ndcg@10']:.4f} | {bm25['mrr@10']:.4f} | {bm25['recall@100']:.4f} |")
+lines.append(f"| BM25 (scripts/bm25_ref.py) | | | | | | | {bm25['ndcg@10']:.4f} | {bm25['mrr@10']:.4f} | {bm25['recall@100']:.4f} | |")
 tuned = [r for r in rows if r[0] != "backbone"]
 if tuned:
     ratios = [rows[0][1] / r[1] for r in tuned]

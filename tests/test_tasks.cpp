@@ -1,6 +1,8 @@
 // The training tasks of the encoder objectives: special tokens, MLM corruption, padding-free pooling through the
-// model, cached (GradCache) = uncached contrastive gradients, documents, init_from, and bitwise resume per task.
+// model, cached (GradCache) = uncached contrastive gradients, documents, init_from, bitwise resume per task, and
+// which states `spread diagnose` reads from an encoder run.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -11,6 +13,7 @@
 #include "cli_run.h"
 #include "spread/config/recipe.h"
 #include "spread/data/corpus.h"
+#include "spread/data/npy.h"
 #include "spread/data/special_tokens.h"
 #include "spread/eval/embed.h"
 #include "spread/eval/encoder_eval.h"
@@ -19,6 +22,7 @@
 #include "spread/tasks/contrastive.h"
 #include "spread/tasks/maxsim.h"
 #include "spread/train/checkpoint.h"
+#include "spread/train/run.h"
 #include "spread/train/setup.h"
 #include "spread/train/trainer.h"
 #include "spread/util/error.h"
@@ -613,4 +617,70 @@ TEST(EncoderEval, RetrievalAndStsMatchABruteForceComputationOnTheSameEmbeddings)
   double d2 = 0;
   for (size_t i = 0; i < rc.size(); ++i) d2 += (rc[i] - rg[i]) * (rc[i] - rg[i]);
   EXPECT_NEAR(s.spearman, 1.0 - 6.0 * d2 / (5.0 * (25.0 - 1.0)), 1e-9);
+}
+
+// `spread diagnose --layers last,final` reads the right tensors: "last" is the last block's output, "final" the
+// final norm's output, i.e. the token vectors whose mean is the embedding that training and evaluation pool.
+// Reference: the same states recomputed here from the model's modules, written as .npy token lists and diagnosed
+// with --token-lists.
+TEST(Diagnose, FinalIsTheNormedStateWhoseMeanIsThePooledEmbeddingAndLastIsTheLastBlock) {
+  auto dir = temp_dir("diagnose_final");
+  auto recipe = contrastive_recipe(dir, "enc", 5);
+  ASSERT_EQ(spread::train(recipe, spread::TrainStart::Fresh), 0);
+  const auto texts = sentences(6, 9);
+  write_lines(dir / "texts.txt", texts);
+
+  auto run = spread::load_run(recipe.run_dir());
+  run.model->eval();
+  torch::NoGradGuard no_grad;
+  fs::create_directories(dir / "last");
+  fs::create_directories(dir / "final");
+  const int64_t length = recipe.model.block_size;  // data.max_length is 0 here: texts are cut at the block
+  auto pooled = spread::embed_texts(run.model, *run.tokenizer, texts, length, spread::Pooling::Mean, 4, torch::kCPU);
+  for (size_t i = 0; i < texts.size(); ++i) {
+    auto ids = spread::encode_for_encoder(*run.tokenizer, texts[i], length);
+    ASSERT_GT(ids.size(), 10u);
+    auto idx = torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kLong).view({1, -1});
+    auto out = run.model->forward(idx, /*want_hidden=*/true, /*want_logits=*/false);
+    auto last = out.hidden.back()[0].contiguous();
+    auto final_state = run.model->ln_f->forward(out.hidden.back())[0].contiguous();
+    EXPECT_TRUE(torch::allclose(final_state.mean(0), pooled[int64_t(i)], 1e-5, 1e-5)) << "text " << i;
+    const auto name = std::to_string(i) + ".npy";
+    spread::write_npy_float32((dir / "last" / name).string(), last.data_ptr<float>(), last.size(0), last.size(1));
+    spread::write_npy_float32((dir / "final" / name).string(), final_state.data_ptr<float>(), final_state.size(0),
+                              final_state.size(1));
+  }
+
+  auto diagnose = [&](const std::string& args, const std::string& json) {
+    auto r = spread::testing::run_spread("diagnose " + args + " --out " + (dir / json).string());
+    EXPECT_EQ(r.code, 0) << r.output;
+    return nlohmann::json::parse(std::ifstream(dir / json));
+  };
+  auto by_run = diagnose("--run " + recipe.run_dir() + " --texts " + (dir / "texts.txt").string() +
+                             " --layers last,final",
+                         "run.json")["layers"];
+  auto last = diagnose("--token-lists " + (dir / "last").string(), "last.json")["layers"][0];
+  auto final_state = diagnose("--token-lists " + (dir / "final").string(), "final.json")["layers"][0];
+  ASSERT_EQ(by_run.size(), 2u);
+  const int64_t blocks = recipe.model.n_layer;
+  EXPECT_EQ(by_run[0]["layer"], blocks);
+  EXPECT_EQ(by_run[0]["after_final_norm"], false);
+  EXPECT_EQ(by_run[1]["layer"], blocks + 1);
+  EXPECT_EQ(by_run[1]["after_final_norm"], true);
+  for (const char* key : {"mean_cos_excl", "concentration"}) {
+    EXPECT_NEAR(by_run[0][key].get<double>(), last[key].get<double>(), 1e-9) << key;
+    EXPECT_NEAR(by_run[1][key].get<double>(), final_state[key].get<double>(), 1e-9) << key;
+  }
+  EXPECT_NEAR(by_run[0]["socm"]["mean"].get<double>(), last["socm"]["mean"].get<double>(), 1e-9);
+  EXPECT_NEAR(by_run[1]["socm"]["mean"].get<double>(), final_state["socm"]["mean"].get<double>(), 1e-9);
+  // The two states differ, so the comparison above tells them apart.
+  EXPECT_GT(std::abs(last["concentration"].get<double>() - final_state["concentration"].get<double>()), 1e-3);
+
+  auto all = diagnose("--run " + recipe.run_dir() + " --texts " + (dir / "texts.txt").string(), "all.json")["layers"];
+  ASSERT_EQ(all.size(), size_t(blocks + 2));  // embeddings, each block, the final norm
+  EXPECT_EQ(all.back()["after_final_norm"], true);
+  auto bad = spread::testing::run_spread("diagnose --run " + recipe.run_dir() + " --texts " +
+                                         (dir / "texts.txt").string() + " --layers finale");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.output.find("--layers"), std::string::npos) << bad.output;
 }

@@ -1,6 +1,7 @@
 // spread diagnose: per layer SOCM (mean; quantiles of socm, d_mu, d_sigma), mean cosine and concentration of token
 // representations, from a run's hidden states on texts or from token lists given as .npy files.
-//   spread diagnose --run RUN_DIR --texts FILE|wordnet [--layers all] [--pairs all|N] [--out report.json]
+//   spread diagnose --run RUN_DIR --texts FILE|wordnet [--layers all|last|final|0,-1,final] [--pairs all|N]
+//                   [--out report.json]
 //   spread diagnose --token-lists DIR [--pairs all|N] [--out report.json]
 #include <cxxopts.hpp>
 #include <fmt/format.h>
@@ -48,11 +49,13 @@ std::vector<std::string> read_texts(const std::string& spec, size_t max_texts, u
   return texts;
 }
 
-// "all", "last" or a comma-separated list of layer indices (negative counts from the last layer).
+// "all" or a comma-separated list of "last" (the last block), "final" and layer indices (negative counts from the
+// last block). States 0..n_layers-1 are the embeddings and the blocks' outputs; state n_layers is the final norm's
+// output, the vectors whose mean is the pooled embedding (and what the LM head reads).
 std::vector<int64_t> parse_layers(const std::string& spec, int64_t n_layers) {
   std::vector<int64_t> layers;
   if (spec == "all") {
-    for (int64_t l = 0; l < n_layers; ++l) layers.push_back(l);
+    for (int64_t l = 0; l <= n_layers; ++l) layers.push_back(l);
     return layers;
   }
   if (spec == "last") return {n_layers - 1};
@@ -66,9 +69,14 @@ std::vector<int64_t> parse_layers(const std::string& spec, int64_t n_layers) {
       used = 0;
     }
     if (l < 0) l += n_layers;
-    if (item.empty() || used != item.size() || l < 0 || l >= n_layers)
+    if (item == "final") {
+      l = n_layers;
+    } else if (item == "last") {
+      l = n_layers - 1;
+    } else if (item.empty() || used != item.size() || l < 0 || l >= n_layers) {
       throw user_error("", 0, "--layers", "'" + item + "' is not a layer of this model",
-                       fmt::format("use all, last or indices 0..{} (0 = embeddings)", n_layers - 1));
+                       fmt::format("use all, last, final or indices 0..{} (0 = embeddings)", n_layers - 1));
+    }
     if (std::find(layers.begin(), layers.end(), l) == layers.end()) layers.push_back(l);
   }
   return layers;
@@ -118,6 +126,7 @@ DiagnoseReport diagnose_run(const std::string& dir, const std::string& texts_spe
   const auto texts = read_texts(texts_spec, max_texts, opt.seed);
   // Hidden states of the chosen layers, kept in the model's dtype until their layer is diagnosed.
   std::vector<int64_t> layers;
+  int64_t final_state = -1;  // index of the final norm's output among a text's states
   std::vector<std::vector<torch::Tensor>> states;  // [chosen layer][text]
   size_t skipped = 0;
   for (const auto& text : texts) {
@@ -127,7 +136,8 @@ DiagnoseReport diagnose_run(const std::string& dir, const std::string& texts_spe
       continue;
     }
     if (layers.empty()) {
-      layers = parse_layers(layers_spec, int64_t(hidden.size()));
+      final_state = int64_t(hidden.size()) - 1;
+      layers = parse_layers(layers_spec, final_state);
       states.resize(layers.size());
     }
     for (size_t k = 0; k < layers.size(); ++k) states[k].push_back(hidden[size_t(layers[k])]);
@@ -147,6 +157,7 @@ DiagnoseReport diagnose_run(const std::string& dir, const std::string& texts_spe
     for (const auto& h : states[k]) lists.push_back(token_list_from_tensor(h));
     states[k].clear();
     report.layers.push_back(diagnose_layer(layers[k], lists, opt));
+    report.layers.back().after_final_norm = layers[k] == final_state;
   }
   return report;
 }
@@ -162,7 +173,8 @@ int cmd_diagnose(int argc, char** argv) {
       ("run", "run directory (its newest checkpoint)", cxxopts::value<std::string>(), "RUN_DIR")
       ("texts", "texts file, one text per line, or 'wordnet'", cxxopts::value<std::string>(), "FILE")
       ("token-lists", "directory of .npy token lists instead of a run", cxxopts::value<std::string>(), "DIR")
-      ("layers", "all, last, or indices such as 0,3,-1 (0 = embeddings)",
+      ("layers", "all, last (block), final (after the final norm: what pooling reads), or indices such as 0,3,-1 "
+                 "(0 = embeddings)",
        cxxopts::value<std::string>()->default_value("all"))
       ("pairs", "all, or N for a seeded sample of N distinct pairs",
        cxxopts::value<std::string>()->default_value("all"))

@@ -26,9 +26,15 @@ nlohmann::json summary_json(double mean, const Quantiles& q) {
   return {{"mean", mean}, {"p05", q.p05}, {"p25", q.p25}, {"p50", q.p50}, {"p75", q.p75}, {"p95", q.p95}};
 }
 
+std::string layer_label(const LayerReport& l) {
+  if (l.after_final_norm) return "final";
+  return l.layer >= 0 ? std::to_string(l.layer) : std::string("-");
+}
+
 nlohmann::json layer_json(const LayerReport& l) {
   nlohmann::json j;
   j["layer"] = l.layer >= 0 ? nlohmann::json(l.layer) : nlohmann::json(nullptr);
+  j["after_final_norm"] = l.after_final_norm;
   j["texts"] = l.texts;
   j["tokens_mean"] = l.tokens_mean;
   j["pairs"] = l.socm.pairs;
@@ -92,7 +98,7 @@ std::string format_report(const DiagnoseReport& report) {
   for (const auto& l : report.layers) {
     const auto& s = l.socm;
     out += fmt::format("{:>5} {:>6} {} {:>8} {} {} {} {} {} {} {} {} {} {}\n",
-                       l.layer >= 0 ? std::to_string(l.layer) : std::string("-"), l.texts, cell(l.tokens_mean, 7, 1),
+                       layer_label(l), l.texts, cell(l.tokens_mean, 7, 1),
                        s.pairs, cell(s.socm, 8, 4), cell(s.d_mu_q.p05, 8, 4), cell(s.d_mu_q.p50, 8, 4),
                        cell(s.d_mu_q.p95, 8, 4), cell(s.d_sigma_q.p05, 8, 4), cell(s.d_sigma_q.p50, 8, 4),
                        cell(s.d_sigma_q.p95, 8, 4), cell(l.mean_cos_incl, 8, 4), cell(l.mean_cos_excl, 8, 4),
@@ -102,7 +108,7 @@ std::string format_report(const DiagnoseReport& report) {
     if (l.socm.texts_over_trace > 0)
       out += fmt::format("warning: layer {}: {} of {} texts have tr Sigma > {} (concentration above it): their SOCM is "
                          "outside the range where the paper interprets it (d_sigma can exceed 1)\n",
-                         l.layer >= 0 ? std::to_string(l.layer) : std::string("-"), l.socm.texts_over_trace, l.texts,
+                         layer_label(l), l.socm.texts_over_trace, l.texts,
                          kSocmTraceLimit);
   return out;
 }

@@ -49,6 +49,7 @@ std::vector<torch::Tensor> text_hidden_states(LoadedRun& run, const std::string&
   auto out = run.model->forward(idx.to(recipe_device(run.recipe)), /*want_hidden=*/true, /*want_logits=*/false);
   std::vector<torch::Tensor> layers;
   for (const auto& h : out.hidden) layers.push_back(h[0].to(torch::kCPU));
+  layers.push_back(out.final_hidden[0].to(torch::kCPU));
   return layers;
 }
 

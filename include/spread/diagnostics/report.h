@@ -16,6 +16,7 @@ namespace spread {
 
 struct LayerReport {
   int64_t layer = -1;        // 0 = embeddings, i = block i; -1 = token lists given directly (JSON null)
+  bool after_final_norm = false;  // the state after the final norm (layer = blocks + 1), what pooling reads
   int64_t texts = 0;
   double tokens_mean = 0;    // mean tokens per text
   SocmSummary socm;

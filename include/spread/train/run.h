@@ -33,8 +33,9 @@ LoadedRun load_run(const std::string& run_dir);
 void generate_text(LoadedRun& run, const std::string& prompt, const SampleOptions& options,
                    const std::function<void(const std::string&)>& emit);
 
-// Hidden states of one text, one [n, F] float tensor per layer (0 = embeddings, i = output of block i), truncated
-// to the model's block size (encoder runs: "[CLS] text [SEP]" up to data.max_length). Runs under no_grad.
+// Hidden states of one text, one [n, F] float tensor per layer (0 = embeddings, i = output of block i), then, as
+// the last element, the state after the final norm (what mean pooling and the LM head read), truncated to the
+// model's block size (encoder runs: "[CLS] text [SEP]" up to data.max_length). Runs under no_grad.
 std::vector<torch::Tensor> text_hidden_states(LoadedRun& run, const std::string& text);
 
 }  // namespace spread
