@@ -45,27 +45,39 @@ struct Result {
 };
 
 Result run(const torch::Tensor& qkv, const torch::Tensor& weights, bool fused, const torch::Tensor& mask,
-           int64_t n_head = kH) {
+           int64_t n_head = kH, bool causal = false) {
   auto x = qkv.detach().clone().requires_grad_(true);
-  auto y = fused ? spread::fused_attention(x, mask, n_head) : reference_attention(x, mask, n_head);
+  auto y = fused ? spread::fused_attention(x, mask, n_head, 0.0, causal) : reference_attention(x, mask, n_head);
   auto grad = torch::autograd::grad({(y * weights).sum()}, {x})[0];
   return {y.detach(), grad};
 }
 
+// kernel_causal: the kernel runs with causal = true (its row blocks) and reference_mask, the reference's mask,
+// adds what that promises (default: the same mask as the kernel's).
 void expect_matches_reference(const torch::Tensor& mask, double input_scale = 1.0, int64_t T = kT,
-                              int64_t n_head = kH, int64_t head_dim = kD) {
+                              int64_t n_head = kH, int64_t head_dim = kD, bool kernel_causal = false,
+                              const c10::optional<torch::Tensor>& reference_mask = c10::nullopt) {
   torch::manual_seed(3);
   const int64_t C = n_head * head_dim;
   auto qkv = torch::randn({kB, T, 3 * C}) * input_scale;
   auto weights = torch::randn({kB, T, C});
-  auto fused = run(qkv, weights, true, mask, n_head);
+  auto fused = run(qkv, weights, true, mask, n_head, kernel_causal);
+  const auto ref_mask = reference_mask.value_or(mask);
   auto ref = run(qkv.to(torch::kDouble), weights.to(torch::kDouble), false,
-                 mask.defined() ? mask.to(torch::kDouble) : mask, n_head);
+                 ref_mask.defined() ? ref_mask.to(torch::kDouble) : ref_mask, n_head);
   const double tol = 2e-5 * input_scale * input_scale;
   EXPECT_TRUE(torch::allclose(fused.y.to(torch::kDouble), ref.y, tol, tol))
       << (fused.y.to(torch::kDouble) - ref.y).abs().max().item<double>();
   EXPECT_TRUE(torch::allclose(fused.grad.to(torch::kDouble), ref.grad, tol, tol))
       << (fused.grad.to(torch::kDouble) - ref.grad).abs().max().item<double>();
+}
+
+// y and dL/dqkv of L = sum(y * weights) through one attention function.
+template <class Attention>
+Result differentiate(const torch::Tensor& qkv, const torch::Tensor& weights, Attention attention) {
+  auto x = qkv.detach().clone().requires_grad_(true);
+  auto y = attention(x);
+  return {y.detach(), torch::autograd::grad({(y * weights).sum()}, {x})[0]};
 }
 
 bool fused_available() { return spread::fused_attention_supported(torch::zeros({1, 1, 3})); }
@@ -104,6 +116,41 @@ TEST_F(FusedAttention, RowsLongerThanAVectorMatchTheFormula) {
   // T = 41: the row loops run full AVX-512 / AVX2 vectors plus a remainder.
   expect_matches_reference(causal_mask(41), 1.0, 41, 2, 16);
   expect_matches_reference({}, 2.0, 41, 2, 16);
+}
+
+// causal = true: rows in blocks of 64 whose key columns stop at the block's last row (T = 150: blocks of 64, 64
+// and 22 rows), the rest of each row never computed.
+TEST_F(FusedAttention, CausalRowBlocksMatchTheFormula) {
+  const int64_t T = 150;
+  expect_matches_reference(causal_mask(T), 1.0, T, 2, 8, /*kernel_causal=*/true);
+  // The kernel applies causality itself: without a mask it equals the formula with the causal mask.
+  expect_matches_reference({}, 1.0, T, 2, 8, /*kernel_causal=*/true, causal_mask(T));
+  auto pad = torch::zeros({kB, 1, 1, T});  // text 1: 100 valid keys, so its last rows see padding only past 100
+  pad.index_put_({1, 0, 0, torch::indexing::Slice(100, T)}, -kInf);
+  expect_matches_reference(causal_mask(T) + pad, 1.0, T, 2, 8, /*kernel_causal=*/true);
+  expect_matches_reference(pad, 1.0, T, 2, 8, /*kernel_causal=*/true, causal_mask(T) + pad);
+  expect_matches_reference(causal_mask(64), 1.0, 64, 2, 8, /*kernel_causal=*/true);  // exactly one block
+}
+
+TEST_F(FusedAttention, CausalRowBlocksWithDropoutMatchTheFormula) {
+  const int64_t T = 130, H = 2, D = 8, C = H * D;
+  const double p = 0.25;
+  torch::manual_seed(8);
+  auto qkv = torch::randn({kB, T, 3 * C});
+  auto weights = torch::randn({kB, T, C});
+  torch::manual_seed(13);
+  auto fused = differentiate(qkv, weights, [&](const torch::Tensor& x) {
+    return spread::fused_attention(x, causal_mask(T), H, p, /*causal=*/true);
+  });
+  torch::manual_seed(13);  // the kernel draws the full [B*H, T, T] noise, as at::dropout does
+  auto noise = torch::empty({kB * H, T, T}).bernoulli_(1 - p).div_(1 - p).to(torch::kDouble);
+  auto ref = differentiate(qkv.to(torch::kDouble), weights.to(torch::kDouble), [&](const torch::Tensor& x) {
+    return reference_attention(x, causal_mask(T).to(torch::kDouble), H, noise);
+  });
+  EXPECT_TRUE(torch::allclose(fused.y.to(torch::kDouble), ref.y, 2e-5, 2e-5))
+      << (fused.y.to(torch::kDouble) - ref.y).abs().max().item<double>();
+  EXPECT_TRUE(torch::allclose(fused.grad.to(torch::kDouble), ref.grad, 2e-5, 2e-5))
+      << (fused.grad.to(torch::kDouble) - ref.grad).abs().max().item<double>();
 }
 
 TEST_F(FusedAttention, ScoresFarApartMatchTheFormula) {
@@ -145,14 +192,6 @@ TEST_F(FusedAttention, MatchesTheUnfusedPathInFloat) {
     EXPECT_TRUE(torch::allclose(fused.y, y, 1e-5, 1e-6)) << "recompute " << recompute;
     EXPECT_TRUE(torch::allclose(fused.grad, grad, 1e-5, 1e-6)) << "recompute " << recompute;
   }
-}
-
-// y and dL/dqkv of L = sum(y * weights) through one attention function.
-template <class Attention>
-Result differentiate(const torch::Tensor& qkv, const torch::Tensor& weights, Attention attention) {
-  auto x = qkv.detach().clone().requires_grad_(true);
-  auto y = attention(x);
-  return {y.detach(), torch::autograd::grad({(y * weights).sum()}, {x})[0]};
 }
 
 TEST_F(FusedAttention, DropoutMatchesTheFormulaWithTheNoiseOfTheGenerator) {

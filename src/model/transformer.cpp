@@ -68,7 +68,7 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Te
   auto qkv_out = mixed_linear(x, qkv->weight, qkv->bias, matmul_dtype_);  // [B, T, 3C], float32
   const double attention_dropout = is_training() ? dropout_ : 0.0;
   auto y = fused_attention_supported(qkv_out)
-               ? fused_attention(qkv_out, mask, n_head_, attention_dropout)
+               ? fused_attention(qkv_out, mask, n_head_, attention_dropout, causal_)
                : unfused_attention(qkv_out, mask, n_head_, attention_dropout, recompute_);
   return maybe_dropout(mixed_linear(y, proj->weight, proj->bias, matmul_dtype_), dropout_, is_training());
 }

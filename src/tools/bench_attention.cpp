@@ -2,7 +2,10 @@
 // y = [B, T, C]: the fused CPU kernel (model/attention.h) against the LibTorch-operator path the model used
 // before (heads split by a copy, model/recompute.h's attention node, heads merged by a copy). The two alternate
 // (A B B A ...) in one process, so drift of a shared machine cancels; prints the median of per-pair ratios.
+// --against full-scores compares the fused kernel as the model runs it (causal row blocks that skip the masked
+// scores) with the same kernel computing every T x T score under the causal mask.
 //   bench_attention [--batch 12] [--heads 4] [--tokens 64] [--head-dim 32] [--pairs 40] [--threads 0]
+//                   [--dropout 0] [--against unfused|full-scores]
 // Defaults are shape A of scripts/bench_lm.sh; shape B is --batch 8 --heads 6 --tokens 256 --head-dim 64.
 #include <cxxopts.hpp>
 #include <torch/torch.h>
@@ -40,6 +43,8 @@ int main(int argc, char** argv) {
       "head-dim", "D", cxxopts::value<int64_t>()->default_value("32"))(
       "pairs", "alternating pairs", cxxopts::value<int64_t>()->default_value("40"))(
       "dropout", "attention dropout on both paths", cxxopts::value<double>()->default_value("0"))(
+      "against", "unfused (LibTorch operators) or full-scores (the fused kernel without causal row blocks)",
+      cxxopts::value<std::string>()->default_value("unfused"))(
       "threads", "0 = the trainer's default", cxxopts::value<int64_t>()->default_value("0"))("h,help", "help");
   const auto args = options.parse(argc, argv);
   if (args.count("help")) {
@@ -58,8 +63,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_attention: no fused kernel here (no BLAS sgemm_ in the process)\n");
     return 2;
   }
-  const AttentionFn fused = [&](const torch::Tensor& x) { return spread::fused_attention(x, mask, H, dropout); };
+  const std::string against = args["against"].as<std::string>();
+  if (against != "unfused" && against != "full-scores") {
+    std::fprintf(stderr, "bench_attention: --against must be unfused or full-scores, got '%s'\n", against.c_str());
+    return 2;
+  }
+  const AttentionFn fused = [&](const torch::Tensor& x) {
+    return spread::fused_attention(x, mask, H, dropout, /*causal=*/true);
+  };
   const AttentionFn unfused = [&](const torch::Tensor& x) {
+    if (against == "full-scores") return spread::fused_attention(x, mask, H, dropout, /*causal=*/false);
     return spread::unfused_attention(x, mask, H, dropout, /*recompute=*/true);
   };
   for (int i = 0; i < 3; ++i) forward_backward_ms(fused, qkv, grad_y), forward_backward_ms(unfused, qkv, grad_y);
@@ -68,9 +81,10 @@ int main(int argc, char** argv) {
       [&] { return forward_backward_ms(unfused, qkv, grad_y); });
   const double f = t.median_a(), u = t.median_b(), speedup = t.median_ratio();
   std::printf("attention B=%lld H=%lld T=%lld D=%lld dropout %.2f, threads %d intra-op / %d BLAS, %lld pairs: forward+backward "
-              "median fused %.3f ms, unfused %.3f ms, unfused/fused %.2fx (median of per-pair ratios)\n",
+              "median fused %.3f ms, %s %.3f ms, %s/fused %.2fx (median of per-pair ratios)\n",
               static_cast<long long>(B), static_cast<long long>(H), static_cast<long long>(T),
-              static_cast<long long>(D), dropout, threads.intra_op, threads.blas, static_cast<long long>(pairs), f, u, speedup);
+              static_cast<long long>(D), dropout, threads.intra_op, threads.blas, static_cast<long long>(pairs), f,
+              against.c_str(), u, against.c_str(), speedup);
   std::printf("{\"fused_ms\": %.4f, \"unfused_ms\": %.4f, \"speedup\": %.4f, \"pairs\": %lld}\n", f, u, speedup,
               static_cast<long long>(pairs));
   return 0;

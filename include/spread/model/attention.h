@@ -24,7 +24,10 @@ bool fused_attention_supported(const at::Tensor& qkv);
 // attention_dropout_noise's [B*H, T, T] noise, drawn from LibTorch's default generator exactly as at::dropout draws
 // it on the unfused path (so both paths, GradCache's replayed RNG state and resumed runs see the same masks); the
 // noise is kept for backward, as at::dropout keeps it.
-at::Tensor fused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_t n_head, double dropout = 0.0);
+// causal = true restricts query t to keys 0..t as well (the causal mask may still be passed; it is then redundant)
+// and skips the score blocks above the diagonal: rows in blocks of 64, each block's columns stop at its last row.
+at::Tensor fused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_t n_head, double dropout = 0.0,
+                           bool causal = false);
 
 // at::dropout's noise for probabilities of shape [heads, T, T]: bernoulli(1 - p) / (1 - p).
 at::Tensor attention_dropout_noise(int64_t heads, int64_t T, double p, const at::TensorOptions& options);
