@@ -106,6 +106,34 @@ TEST(Recompute, GeluLinearInFloatMatchesTheFormulaInDouble) {
         << "input " << i << ": " << (grads[i].to(torch::kDouble) - grads_ref[i]).abs().max().item<double>();
 }
 
+// h_bias (the first MLP layer's bias, added inside the node so that its gradient is summed in the GELU-backward
+// loop): values and the gradients of h, h_bias, weight and bias against the formula in float64, in float32 through
+// spread's loops (150 rows: several 32-row chunks of the bias sum; 37 columns: vector remainders) and in float64
+// through LibTorch's operators.
+TEST(Recompute, GeluLinearWithTheInputBiasMatchesTheFormula) {
+  torch::manual_seed(9);
+  for (auto dtype : {torch::kFloat, torch::kDouble}) {
+    auto h = (torch::randn({3, 50, 37}) * 2).to(dtype).requires_grad_(true);
+    auto h_bias = torch::randn({37}).to(dtype).requires_grad_(true);
+    auto w = torch::randn({11, 37}).to(dtype).requires_grad_(true);
+    auto b = torch::randn({11}).to(dtype).requires_grad_(true);
+    auto weights = torch::randn({3, 50, 11}).to(dtype);
+    auto y = spread::gelu_linear(h, w, b, dtype, h_bias);
+    auto grads = torch::autograd::grad({(y * weights).sum()}, {h, h_bias, w, b});
+    std::vector<torch::Tensor> ref_inputs;
+    for (const auto& t : {h, h_bias, w, b}) ref_inputs.push_back(t.detach().to(torch::kDouble).requires_grad_(true));
+    auto x = ref_inputs[0] + ref_inputs[1];
+    auto y_ref = torch::matmul(x * 0.5 * (1 + torch::erf(x / std::sqrt(2.0))), ref_inputs[2].t()) + ref_inputs[3];
+    auto grads_ref = torch::autograd::grad({(y_ref * weights.to(torch::kDouble)).sum()}, ref_inputs);
+    const double tol = dtype == torch::kFloat ? 2e-4 : 1e-12;
+    EXPECT_TRUE(torch::allclose(y.to(torch::kDouble), y_ref, tol, tol))
+        << (y.to(torch::kDouble) - y_ref).abs().max().item<double>();
+    for (size_t i = 0; i < grads.size(); ++i)
+      EXPECT_TRUE(torch::allclose(grads[i].to(torch::kDouble), grads_ref[i], tol, tol))
+          << "input " << i << ": " << (grads[i].to(torch::kDouble) - grads_ref[i]).abs().max().item<double>();
+  }
+}
+
 // A whole model: recompute on and off give the same loss and the same gradients, causal with padding and
 // bidirectional with padding.
 TEST(Recompute, ModelGradientsAreTheSameWithAndWithoutRecompute) {

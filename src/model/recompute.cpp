@@ -7,7 +7,9 @@
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace spread {
 namespace {
@@ -30,7 +32,68 @@ SPREAD_VECTOR_CLONES void gelu_backward_loop(const float* grad, const float* x, 
   }
 }
 
+// The same two loops with a bias added to each row of x first, for a rows x cols block: y = gelu(x + bias), and
+// out = grad * gelu'(x + bias) with out's column sums (the bias gradient) added to column_sum in the same pass.
+SPREAD_VECTOR_CLONES void bias_gelu_rows(const float* x, const float* bias, float* y, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) {
+      const float v = x[r * cols + j] + bias[j];
+      y[r * cols + j] = v * normal_cdf(v);
+    }
+}
+
+SPREAD_VECTOR_CLONES void bias_gelu_backward_rows(const float* grad, const float* x, const float* bias, float* out,
+                                                  float* column_sum, int64_t rows, int64_t cols) {
+  constexpr float kInvSqrt2Pi = 0.398942280401432678f;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) {
+      const int64_t i = r * cols + j;
+      const float v = x[i] + bias[j];
+      out[i] = grad[i] * (normal_cdf(v) + v * kInvSqrt2Pi * exp_nonpositive(-0.5f * v * v));
+      column_sum[j] += out[i];
+    }
+}
+
 bool own_gelu_applies(const at::Tensor& x) { return x.is_cpu() && x.scalar_type() == at::kFloat && x.is_contiguous(); }
+
+// Rows per chunk of the bias loops: the chunks (and so the order of the bias gradient's sums) do not depend on
+// the number of threads, so a run's numbers do not either.
+constexpr int64_t kBiasRowsPerChunk = 32;
+
+// gelu(h + bias) for h = [..., n] and bias = [n].
+at::Tensor bias_gelu(const at::Tensor& h, const at::Tensor& bias) {
+  if (!own_gelu_applies(h) || !own_gelu_applies(bias)) return at::gelu(h + bias);
+  auto y = at::empty_like(h);
+  const int64_t cols = bias.numel(), rows = h.numel() / cols;
+  const float *x = h.data_ptr<float>(), *b = bias.data_ptr<float>();
+  float* out = y.data_ptr<float>();
+  at::parallel_for(0, rows, kBiasRowsPerChunk, [&](int64_t r0, int64_t r1) {
+    bias_gelu_rows(x + r0 * cols, b, out + r0 * cols, r1 - r0, cols);
+  });
+  return y;
+}
+
+// {grad * gelu'(h + bias), its sum over every dimension but the last (the bias gradient)}.
+std::pair<at::Tensor, at::Tensor> bias_gelu_backward(const at::Tensor& grad, const at::Tensor& h,
+                                                     const at::Tensor& bias) {
+  if (!own_gelu_applies(h) || !own_gelu_applies(bias) || !own_gelu_applies(grad)) {
+    auto grad_h = at::gelu_backward(grad, h + bias);
+    return {grad_h, grad_h.reshape({-1, bias.numel()}).sum(0)};
+  }
+  const int64_t cols = bias.numel(), rows = h.numel() / cols;
+  const int64_t chunks = (rows + kBiasRowsPerChunk - 1) / kBiasRowsPerChunk;
+  auto grad_h = at::empty_like(h);
+  auto partial = at::zeros({chunks, cols}, bias.options());  // one row of column sums per chunk
+  const float *g = grad.data_ptr<float>(), *x = h.data_ptr<float>(), *b = bias.data_ptr<float>();
+  float *out = grad_h.data_ptr<float>(), *sums = partial.data_ptr<float>();
+  at::parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t r0 = c * kBiasRowsPerChunk, r1 = std::min(rows, r0 + kBiasRowsPerChunk);
+      bias_gelu_backward_rows(g + r0 * cols, x + r0 * cols, b, out + r0 * cols, sums + c * cols, r1 - r0, cols);
+    }
+  });
+  return {grad_h, partial.sum(0)};
+}
 
 at::Tensor exact_gelu(const at::Tensor& x) {
   if (!own_gelu_applies(x)) return at::gelu(x);
@@ -87,35 +150,47 @@ struct AttentionCore : torch::autograd::Function<AttentionCore> {
 };
 
 struct GeluLinear : torch::autograd::Function<GeluLinear> {
-  // matmul_dtype: the products' dtype (kFloat, or kBFloat16 for a float32 h and weight); see mixed_linear.
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& h, const at::Tensor& weight,
-                            const c10::optional<at::Tensor>& bias, at::ScalarType matmul_dtype) {
-    const at::Tensor b = bias.value_or(at::Tensor());
-    ctx->save_for_backward({h, weight});
+  // linear(gelu(h + h_bias), weight, bias). matmul_dtype: the products' dtype (kFloat, or kBFloat16 for a float32
+  // h and weight); see mixed_linear. h_bias is the bias of the product that made h, added here so that its
+  // gradient is summed in the GELU-backward loop instead of in a pass of its own.
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& h, const c10::optional<at::Tensor>& h_bias,
+                            const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+                            at::ScalarType matmul_dtype) {
+    const at::Tensor b = bias.value_or(at::Tensor()), hb = h_bias.value_or(at::Tensor());
+    ctx->save_for_backward({h, weight, hb});
     ctx->saved_data["has_bias"] = b.defined();
     ctx->saved_data["matmul_dtype"] = static_cast<int64_t>(matmul_dtype);
-    if (matmul_dtype == h.scalar_type()) return at::linear(exact_gelu(h), weight, b);
-    auto y = at::linear(exact_gelu(h).to(matmul_dtype), weight.to(matmul_dtype)).to(h.scalar_type());
+    const at::Tensor a = activation(h, hb);
+    if (matmul_dtype == h.scalar_type()) return at::linear(a, weight, b);
+    auto y = at::linear(a.to(matmul_dtype), weight.to(matmul_dtype)).to(h.scalar_type());
     return b.defined() ? y.add_(b) : y;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto saved = ctx->get_saved_variables();
-    const at::Tensor &h = saved[0], &weight = saved[1];
+    const at::Tensor &h = saved[0], &weight = saved[1], &h_bias = saved[2];
     const int64_t n_in = weight.size(1), n_out = weight.size(0);
     auto grad_out = grads[0].reshape({-1, n_out});
     at::Tensor grad_bias = ctx->saved_data["has_bias"].toBool() ? grad_out.sum(0) : at::Tensor();
     const auto low = static_cast<at::ScalarType>(ctx->saved_data["matmul_dtype"].toInt());
+    const at::Tensor a = activation(h, h_bias).reshape({-1, n_in});
+    at::Tensor grad_weight, grad_a;
     if (low != h.scalar_type()) {
-      // The same two products as below in bf16 (float32 accumulation); the bias gradient above stays float32.
+      // The same two products in bf16 (float32 accumulation); the bias gradients stay float32.
       auto grad_low = grad_out.to(low);
-      auto grad_weight = grad_low.t().mm(exact_gelu(h).reshape({-1, n_in}).to(low)).to(weight.scalar_type());
-      auto grad_h = exact_gelu_backward(grad_low.mm(weight.to(low)).to(h.scalar_type()).view(h.sizes()), h);
-      return {grad_h, grad_weight, grad_bias, at::Tensor()};
+      grad_weight = grad_low.t().mm(a.to(low)).to(weight.scalar_type());
+      grad_a = grad_low.mm(weight.to(low)).to(h.scalar_type()).view(h.sizes());
+    } else {
+      grad_weight = grad_out.t().mm(a);
+      grad_a = grad_out.mm(weight).view(h.sizes());
     }
-    auto grad_weight = grad_out.t().mm(exact_gelu(h).reshape({-1, n_in}));
-    auto grad_h = exact_gelu_backward(grad_out.mm(weight).view(h.sizes()), h);
-    return {grad_h, grad_weight, grad_bias, at::Tensor()};
+    if (!h_bias.defined()) return {exact_gelu_backward(grad_a, h), at::Tensor(), grad_weight, grad_bias, at::Tensor()};
+    auto [grad_h, grad_h_bias] = bias_gelu_backward(grad_a, h, h_bias);
+    return {grad_h, grad_h_bias, grad_weight, grad_bias, at::Tensor()};
+  }
+
+  static at::Tensor activation(const at::Tensor& h, const at::Tensor& h_bias) {
+    return h_bias.defined() ? bias_gelu(h, h_bias) : exact_gelu(h);
   }
 };
 
@@ -140,10 +215,11 @@ at::Tensor attention_core(const at::Tensor& qkv, const at::Tensor& mask, int64_t
 }
 
 at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
-                       at::ScalarType matmul_dtype) {
+                       at::ScalarType matmul_dtype, const at::Tensor& h_bias) {
   // As mixed_linear: only a float32 h is multiplied in a narrower dtype.
   if (matmul_dtype == at::kFloat || h.scalar_type() != at::kFloat) matmul_dtype = h.scalar_type();
-  return GeluLinear::apply(h, weight, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt, matmul_dtype);
+  auto optional = [](const at::Tensor& t) { return t.defined() ? c10::optional<at::Tensor>(t) : c10::nullopt; };
+  return GeluLinear::apply(h, optional(h_bias), weight, optional(bias), matmul_dtype);
 }
 
 }  // namespace spread

@@ -80,9 +80,14 @@ MlpImpl::MlpImpl(const TransformerConfig& cfg)
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  auto h = mixed_linear(x, fc->weight, fc->bias, matmul_dtype_);
-  auto y = recompute_ ? gelu_linear(h, proj->weight, proj->bias, matmul_dtype_)
-                      : mixed_linear(torch::gelu(h), proj->weight, proj->bias, matmul_dtype_);
+  torch::Tensor y;
+  if (recompute_) {  // fc's bias is added (and its gradient summed) inside the GELU node's loops
+    y = gelu_linear(mixed_linear(x, fc->weight, {}, matmul_dtype_), proj->weight, proj->bias, matmul_dtype_,
+                    fc->bias);
+  } else {
+    y = mixed_linear(torch::gelu(mixed_linear(x, fc->weight, fc->bias, matmul_dtype_)), proj->weight, proj->bias,
+                     matmul_dtype_);
+  }
   return maybe_dropout(y, dropout_, is_training());
 }
 

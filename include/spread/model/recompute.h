@@ -18,11 +18,13 @@ at::Tensor attention_probs(const at::Tensor& q, const at::Tensor& k, const at::T
 // Rows that are fully masked give NaN, as the unfused softmax does.
 at::Tensor attention_core(const at::Tensor& qkv, const at::Tensor& mask, int64_t batch);
 
-// linear(gelu(h), weight, bias), with bias possibly undefined; the GELU (exact, erf) output is not kept. On CPU
+// linear(gelu(h + h_bias), weight, bias), with either bias possibly undefined; the GELU (exact, erf) output is not
+// kept. h_bias is the bias of the product that made h (the MLP's first layer, computed without it): adding it
+// here folds its gradient, a column sum of dL/dh, into the GELU-backward loop instead of a pass of its own. On CPU
 // float32 the GELU and its derivative are spread's vectorized loops (runtime/fast_math.h), elsewhere LibTorch's.
 // matmul_dtype kBFloat16: the two products (forward, dW and dh) in bf16 with float32 accumulation, as
-// mixed_linear (model/transformer.h); GELU, its derivative and the bias gradient stay float32.
+// mixed_linear (model/transformer.h); GELU, its derivative and the bias gradients stay float32.
 at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
-                       at::ScalarType matmul_dtype = at::kFloat);
+                       at::ScalarType matmul_dtype = at::kFloat, const at::Tensor& h_bias = {});
 
 }  // namespace spread
