@@ -5,7 +5,8 @@
 # this same run. Also: peak RSS, the speed of nanoGPT on the same shapes (scripts/nanogpt_ref.py, alternating
 # with spread over ROUNDS rounds, default 2) and the cost of dispersion loss on shape B (last and all layers).
 # And bf16 mixed precision (train.precision = "bf16") against float32 on shape B, alternating in one process, with
-# MFU against this run's float32 and bf16 matmul peaks (BF16_ONLY=1: the peaks and this comparison only).
+# MFU against this run's float32 and bf16 matmul peaks (BF16_ONLY=1: the peaks and this comparison only), and
+# shape B in bf16 between each round's nanoGPT runs (BF16_ROWS=0 leaves these rows out).
 # Usage: scripts/bench_lm.sh [DATA_FILE]     (default ../shared/data/tinyshakespeare/input.txt)
 # BLAS: OPENBLAS_CORETYPE is left as the environment has it; `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
 # scripts/bench_lm.sh` lets spread choose the core itself.
@@ -105,6 +106,12 @@ for round in $(seq "${ROUNDS:-2}"); do
     if [[ $have_ref == 1 && $((round % 2)) == 1 ]]; then ref=$(reference "${ref_args[@]}"); fi
     r=$(measure "${shape,,}$round" "${spread_args[@]}")
     read -r tps mfu rss <<<"$r"
+    # Shape B also in bf16 (train.precision; float32 where the CPU has no bf16), between the same round's
+    # nanoGPT runs, so bf16 against nanoGPT is a ratio measured within minutes too.
+    if [[ $shape == B && "${BF16_ROWS:-1}" == 1 ]]; then
+      r=$(measure "b16_$round" "${spread_args[@]}" --set train.precision=bf16)
+      read -r tps16 mfu16 rss16 <<<"$r"
+    fi
     if [[ $have_ref == 1 && -z $ref ]]; then ref=$(reference "${ref_args[@]}"); fi
     ratio="-"
     if [[ -n $ref ]]; then
@@ -114,12 +121,22 @@ for round in $(seq "${ROUNDS:-2}"); do
     fi
     row "spread $shape (round $round)" "$tps" "$mfu" "$rss" "$ratio"
     sums[spread_$shape]=$(( ${sums[spread_$shape]:-0} + tps ))
+    if [[ $shape == B && "${BF16_ROWS:-1}" == 1 ]]; then
+      ratio16="-"
+      [[ -n $ref ]] && ratio16=$(ratio_of "$tps16" "$ref")
+      row "spread B bf16 (round $round)" "$tps16" "$mfu16" "$rss16" "$ratio16"
+      sums[spread_B16]=$(( ${sums[spread_B16]:-0} + tps16 ))
+    fi
   done
 done
 if [[ $have_ref == 1 ]]; then
   for shape in A B; do
     echo "shape $shape: spread / nanoGPT, all rounds: $(ratio_of "${sums[spread_$shape]}" "${sums[ref_$shape]}")x"
   done
+  if [[ "${BF16_ROWS:-1}" == 1 ]]; then
+    echo "shape B: spread bf16 / nanoGPT, all rounds: $(ratio_of "${sums[spread_B16]}" "${sums[ref_B]}")x" \
+         "(MFU of the bf16 rows against the float32 peak)"
+  fi
 fi
 
 # The cost of dispersion is measured in one process (bench_step): two separate 40 s runs of the same command
