@@ -66,7 +66,7 @@ struct WardBudget {
 };
 
 struct WardPoolOptions {
-  int64_t protected_tokens = 1;  // P: leading tokens kept as they are (CLS, [D] marker); more than n protects all
+  int64_t protected_tokens = 1;  // P: leading tokens kept as they are (1: [CLS] only); more than n protects all
   WardDistance distance = WardDistance::kCosine;
 };
 
