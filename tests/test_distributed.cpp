@@ -9,12 +9,16 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <functional>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
 #include "cli_run.h"
 #include "spread/log/metrics_log.h"
+#include "spread/runtime/precision.h"
 #include "spread/train/checkpoint.h"
+#include "spread/train/distributed.h"
 
 namespace fs = std::filesystem;
 using spread::testing::fresh_temp_dir;
@@ -285,5 +289,77 @@ TEST(Distributed, RefusesDifferentRecipesAndBadEnvironments) {
                                     {"MASTER_PORT", "http"}}, (dir / "port.log").string());
   EXPECT_EQ(wait_worker(port, 30), 2);
   EXPECT_NE(read_text(port.log).find("MASTER_PORT"), std::string::npos) << read_text(port.log);
+  fs::remove_all(dir);
+}
+
+// Two ranks as two threads of this process, joined through a FileStore (real Gloo collectives); each runs `body`
+// with its own group.
+static void run_two_ranks(const fs::path& dir, const std::function<void(spread::ProcessGroup&)>& body) {
+  std::vector<std::thread> ranks;
+  for (int64_t rank = 0; rank < 2; ++rank)
+    ranks.emplace_back([&, rank] {
+      spread::DistributedEnv env;
+      env.rank = rank;
+      env.world = 2;
+      env.store_file = (dir / "store").string();
+      env.timeout_s = 20;
+      body(*spread::ProcessGroup::connect(env, torch::kCPU));
+    });
+  for (auto& t : ranks) t.join();
+}
+
+static spread::PrecisionPlan plan(const std::string& used, const std::string& reason) {
+  spread::PrecisionPlan p;
+  p.requested = "bf16";
+  p.used = used;
+  p.reason = reason;
+  return p;
+}
+
+// train.precision = "bf16": whichever rank falls back, every rank runs float32 and the reason names that rank; when
+// every rank chose bf16, every rank keeps it.
+TEST(Distributed, RanksAgreeOnBf16) {
+  auto dir = fresh_temp_dir("ddp_bf16_agree");
+  const spread::PrecisionPlan yes = plan("bf16", "CPU flags amx_bf16"), no = plan("fp32", "SPREAD_FORCE_NO_BF16 is set");
+  for (int64_t falls_back : {0, 1, -1}) {
+    fs::remove_all(dir / "store");
+    spread::PrecisionPlan agreed[2];
+    run_two_ranks(dir, [&](spread::ProcessGroup& group) {
+      agreed[group.rank()] = spread::agree_on_precision(group.rank() == falls_back ? no : yes, group);
+    });
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(agreed[r].used, falls_back < 0 ? "bf16" : "fp32") << "rank " << r << ", rank " << falls_back << " falls back";
+      if (falls_back >= 0 && r != falls_back)
+        EXPECT_EQ(agreed[r].reason, fmt::format("rank {} cannot use bf16 (SPREAD_FORCE_NO_BF16 is set)", falls_back));
+    }
+  }
+  fs::remove_all(dir);
+}
+
+// The same through the launch: rank 1 alone has SPREAD_FORCE_NO_BF16=1; rank 0, which would choose bf16 on a CPU
+// with bf16 instructions, records float32 and rank 1's reason in run.json.
+TEST(Distributed, RankWithoutBf16MakesEveryRankFallBack) {
+  auto dir = fresh_temp_dir("ddp_bf16");
+  write_lm_recipe(dir, 2, 2);
+  const std::vector<std::string> args{"train", (dir / "r.toml").string(), "--set", "run.name=b", "--set",
+                                      "train.precision=bf16"};
+  auto env1 = rank_env(1, dir / "store");
+  env1.push_back({"SPREAD_FORCE_NO_BF16", "1"});
+  auto env0 = rank_env(0, dir / "store");
+  env0.push_back({"SPREAD_FORCE_NO_BF16", "0"});
+  Worker r0 = start_worker(args, env0, (dir / "r0.log").string());
+  Worker r1 = start_worker(args, env1, (dir / "r1.log").string());
+  ASSERT_EQ(wait_worker(r0, 120), 0) << read_text(r0.log);
+  ASSERT_EQ(wait_worker(r1, 60), 0) << read_text(r1.log);
+  const auto info = nlohmann::json::parse(read_text((dir / "b" / "run.json").string()));
+  EXPECT_EQ(info["precision"]["used"], "fp32") << info.dump();
+  const std::string reason = info["precision"]["reason"];
+  if (reason.rfind("rank 1", 0) == 0) {
+    EXPECT_EQ(reason, "rank 1 cannot use bf16 (SPREAD_FORCE_NO_BF16 is set)") << info.dump();
+    EXPECT_NE(read_text(r0.log).find("falls back to float32: rank 1 cannot use bf16"), std::string::npos)
+        << read_text(r0.log);
+  } else {  // a loaded machine can time bf16 no faster than float32
+    std::cout << "note: rank 0 fell back by itself (" << reason << "): the agreement was not exercised\n";
+  }
   fs::remove_all(dir);
 }

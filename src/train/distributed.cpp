@@ -14,8 +14,10 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fmt/format.h>
 
 #include "spread/train/optimizer.h"
@@ -218,6 +220,24 @@ std::vector<double> ProcessGroup::mean(const std::vector<double>& values) {
   all_reduce_sum({t});
   t = t.div(double(world_)).cpu();
   return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+}
+
+PrecisionPlan agree_on_precision(const PrecisionPlan& mine, ProcessGroup& group) {
+  if (mine.requested != "bf16") return mine;  // the same on every rank: their recipes were compared
+  // One row per rank: whether it chose bf16, then its reason (cut to fit), which only rank 0 prints.
+  constexpr int64_t kRow = 256;
+  auto row = torch::zeros({kRow}, torch::kUInt8);
+  row[0] = mine.used == "bf16" ? 1 : 0;
+  std::memcpy(row.data_ptr<uint8_t>() + 1, mine.reason.data(), std::min<size_t>(mine.reason.size(), kRow - 2));
+  const auto rows = group.all_gather(row).cpu().contiguous();
+  PrecisionPlan agreed = mine;
+  for (int64_t r = 0; r < group.world() && agreed.used == "bf16"; ++r) {
+    if (rows[r][0].item<uint8_t>() == 1) continue;
+    const std::string reason(reinterpret_cast<const char*>(rows[r].data_ptr<uint8_t>() + 1));
+    agreed.used = "fp32";
+    agreed.reason = fmt::format("rank {} cannot use bf16 ({})", r, reason);
+  }
+  return agreed;
 }
 
 uint64_t fnv1a64(const std::string& text) {

@@ -410,6 +410,7 @@ int train_run(const Recipe& recipe, TrainStart start) {
 
   // Decided anew by every session: a checkpoint is float32 whatever the precision it was trained in.
   run.precision = plan_precision(recipe.train.precision, run.device);
+  if (run.group) run.precision = agree_on_precision(run.precision, *run.group);
   torch::manual_seed(uint64_t(recipe.run.seed));
   TransformerConfig model_cfg = model_config(recipe, run.task->tokenizer().vocab_size());
   model_cfg.matmul_dtype = run.precision.matmul_dtype();

@@ -22,6 +22,8 @@
 #include <vector>
 #include <torch/types.h>
 
+#include "spread/runtime/precision.h"
+
 namespace spread {
 
 class FlatAdamW;
@@ -73,6 +75,12 @@ class ProcessGroup {
   int64_t rank_ = 0, world_ = 1;
   torch::Device device_{torch::kCPU};  // where its collectives run (NCCL: cuda)
 };
+
+// train.precision = "bf16" as all ranks can run it. Each rank decides on its own (CPU flags, a timed product,
+// SPREAD_FORCE_NO_BF16), but the ranks must run the same arithmetic, or their averaged gradients mix two precisions:
+// bf16 is used only where every rank chose it. A rank that falls back gives the others its reason, so that rank 0's
+// header and run.json say which rank and why. A collective: every rank calls it, before the model is built.
+PrecisionPlan agree_on_precision(const PrecisionPlan& mine, ProcessGroup& group);
 
 // The 64-bit FNV-1a hash of a text (of the resolved recipe, compared across ranks).
 uint64_t fnv1a64(const std::string& text);
