@@ -19,6 +19,7 @@
 #include "spread/runtime/precision.h"
 #include "spread/train/checkpoint.h"
 #include "spread/train/distributed.h"
+#include "spread/train/optimizer.h"
 
 namespace fs = std::filesystem;
 using spread::testing::fresh_temp_dir;
@@ -183,6 +184,22 @@ TEST(Distributed, ResumeWithDropoutIsBitwiseOnEveryRank) {
     EXPECT_EQ(a[i].second, b[i].second) << "grad norm of step " << i + 1;
   }
   expect_same_weights_bitwise(dir / "straight", dir / "broken");
+  fs::remove_all(dir);
+}
+
+// The all-reduce overlapping backward with many buckets (1 KiB each), gradient accumulation and recomputation: 2 ranks
+// still give the losses, gradient norms and weights of 1 process with the global batch.
+TEST(Distributed, OverlapWithAccumulationEqualsOneProcessWithTheGlobalBatch) {
+  auto dir = fresh_temp_dir("ddp_overlap");
+  write_lm_recipe(dir, 3, 8);
+  const std::string train = "train " + (dir / "r.toml").string() + " --set train.grad_accum=2 --set model.recompute=true";
+  auto one = run_spread(train + " --set run.name=one --set train.batch_size=6");
+  ASSERT_EQ(one.code, 0) << one.output;
+  setenv("SPREAD_DDP_BUCKET_KB", "1", 1);
+  auto two = run_spread(train + " --set run.name=two --nproc 2");
+  unsetenv("SPREAD_DDP_BUCKET_KB");
+  ASSERT_EQ(two.code, 0) << two.output;
+  expect_same_training(dir / "one", dir / "two", 8, 1e-5);
   fs::remove_all(dir);
 }
 
@@ -361,5 +378,83 @@ TEST(Distributed, RankWithoutBf16MakesEveryRankFallBack) {
   } else {  // a loaded machine can time bf16 no faster than float32
     std::cout << "note: rank 0 fell back by itself (" << reason << "): the agreement was not exercised\n";
   }
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// A small MLP, the same initial weights on every rank; its parameters in an optimizer's flat groups.
+struct TinyNet {
+  torch::nn::Sequential net;
+  spread::FlatAdamW optimizer;
+  TinyNet() {
+    torch::manual_seed(5);
+    net = torch::nn::Sequential(torch::nn::Linear(4, 8), torch::nn::Tanh(), torch::nn::Linear(8, 8),
+                                torch::nn::Tanh(), torch::nn::Linear(8, 3));
+    std::vector<spread::NamedParam> named;
+    for (auto& item : net->named_parameters()) named.push_back({item.key(), item.value()});
+    std::vector<torch::Tensor> decay, no_decay;
+    spread::split_decay_groups(named, decay, no_decay);
+    optimizer.add_group("decay", decay, {});
+    optimizer.add_group("no_decay", no_decay, {});
+  }
+  void backward(int64_t rank, int64_t micro) {
+    auto x = torch::linspace(-1.0 + 0.3 * double(rank), 1.0 + 0.1 * double(micro), 24).view({6, 4});
+    net->forward(x).pow(2).sum().backward();
+  }
+  torch::Tensor flat_grad() { return torch::cat({optimizer.groups()[0].grad, optimizer.groups()[1].grad}); }
+};
+
+}  // namespace
+
+// GradientSync with 2 micro-steps and buckets of a few parameters: every bucket's all-reduce starts from the hooks,
+// during the last backward pass (none is left for finish), and the result is the mean over ranks of the gradients
+// summed over micro-steps, computed here by one process that runs all four backward passes.
+TEST(Distributed, OverlappedBucketsAverageTheGradientsOfEveryRank) {
+  auto dir = fresh_temp_dir("ddp_sync");
+  TinyNet reference;
+  for (int64_t rank = 0; rank < 2; ++rank)
+    for (int64_t micro = 0; micro < 2; ++micro) reference.backward(rank, micro);
+  const torch::Tensor expected = reference.flat_grad() / 2;
+  torch::Tensor got[2];
+  size_t buckets[2] = {0, 0}, started[2] = {0, 0};
+  run_two_ranks(dir, [&](spread::ProcessGroup& group) {
+    const int64_t r = group.rank();
+    TinyNet mine;
+    spread::GradientSync sync(group, mine.optimizer, mine.net->parameters(), 64);
+    mine.backward(r, 0);
+    sync.arm();
+    mine.backward(r, 1);
+    started[r] = sync.started();
+    buckets[r] = sync.buckets();
+    sync.finish();
+    got[r] = mine.flat_grad().clone();
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_GE(buckets[r], 4u);
+    EXPECT_EQ(started[r], buckets[r]) << "rank " << r;
+    const double scale = std::max(1.0, expected.abs().max().item<double>());
+    EXPECT_LT((got[r] - expected).abs().max().item<double>(), 1e-6 * scale) << "rank " << r;
+  }
+  fs::remove_all(dir);
+}
+
+// Two backward passes after arm() (a task that breaks one_backward_per_micro_step) are refused, not averaged wrong.
+TEST(Distributed, OverlappedBucketsRefuseASecondBackwardPass) {
+  auto dir = fresh_temp_dir("ddp_sync_twice");
+  bool refused[2] = {false, false};
+  run_two_ranks(dir, [&](spread::ProcessGroup& group) {
+    TinyNet mine;
+    spread::GradientSync sync(group, mine.optimizer, mine.net->parameters(), 64);
+    sync.arm();
+    mine.backward(group.rank(), 0);
+    mine.backward(group.rank(), 1);
+    try {
+      sync.finish();
+    } catch (const std::logic_error&) {
+      refused[group.rank()] = true;
+    }
+  });
+  EXPECT_TRUE(refused[0] && refused[1]);
   fs::remove_all(dir);
 }

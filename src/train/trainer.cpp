@@ -70,6 +70,7 @@ struct Run {
   int64_t step = 0;  // optimizer steps completed
   double elapsed_s = 0;  // training time summed over sessions (resumes)
   std::unique_ptr<ProcessGroup> group;  // data-parallel (train/distributed.h); null for one process
+  std::unique_ptr<GradientSync> sync;   // data-parallel with the all-reduce overlapping backward
   int64_t rank = 0, world = 1;          // only rank 0 writes the run directory
 };
 
@@ -159,7 +160,7 @@ bool probe_due(const DiagnosticsConfig& d, int64_t step, int64_t last) {
 }
 
 StepResult train_step(Run& run) {
-  StepInputs in{run.model, run.optimizer, *run.task, run.recipe.train, run.group.get()};
+  StepInputs in{run.model, run.optimizer, *run.task, run.recipe.train, run.group.get(), run.sync.get()};
   StepResult r = optimizer_step(in, run.step, run.schedule.at(run.step));
   if (r.finite) ++run.step;  // a skipped update is counted by the caller, which logs it
   return r;
@@ -374,6 +375,9 @@ int train_run(const Recipe& recipe, TrainStart start) {
   run.dir = recipe.run_dir();
   run.device = recipe_device(recipe);
   const std::optional<DistributedEnv> dist = distributed_env();
+  // One GPU per rank of a host: "cuda" is cuda:LOCAL_RANK (NCCL refuses two ranks on one GPU).
+  if (dist && run.device.is_cuda() && !run.device.has_index())
+    run.device = torch::Device(torch::kCUDA, c10::DeviceIndex(dist->local_rank));
   ThreadPlan threads = apply_threads(rank_threads(recipe, dist));
   g_quiet = false;
   if (dist) {
@@ -433,6 +437,8 @@ int train_run(const Recipe& recipe, TrainStart start) {
   if (run.group) {
     share_state(run);
     share_generators(run, saved_generators);
+    if (dist->overlap && run.task->one_backward_per_micro_step())
+      run.sync = std::make_unique<GradientSync>(*run.group, run.optimizer, run.model->parameters(), dist->bucket_bytes);
   }
   BlasInfo blas = blas_info();
   if (run.rank == 0) write_run_info(run, blas, threads);
