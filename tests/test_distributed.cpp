@@ -199,7 +199,15 @@ TEST(Distributed, OverlapWithAccumulationEqualsOneProcessWithTheGlobalBatch) {
   auto two = run_spread(train + " --set run.name=two --nproc 2");
   unsetenv("SPREAD_DDP_BUCKET_KB");
   ASSERT_EQ(two.code, 0) << two.output;
+  EXPECT_NE(two.output.find("overlapping backward"), std::string::npos) << two.output;
   expect_same_training(dir / "one", dir / "two", 8, 1e-5);
+  // The same with the all-reduce after backward (SPREAD_DDP_OVERLAP=0).
+  setenv("SPREAD_DDP_OVERLAP", "0", 1);
+  auto after = run_spread(train + " --set run.name=after --nproc 2");
+  unsetenv("SPREAD_DDP_OVERLAP");
+  ASSERT_EQ(after.code, 0) << after.output;
+  EXPECT_NE(after.output.find("all-reduce after backward"), std::string::npos) << after.output;
+  expect_same_training(dir / "one", dir / "after", 8, 1e-5);
   fs::remove_all(dir);
 }
 
@@ -418,9 +426,10 @@ TEST(Distributed, OverlappedBucketsAverageTheGradientsOfEveryRank) {
   const torch::Tensor expected = reference.flat_grad() / 2;
   torch::Tensor got[2];
   size_t buckets[2] = {0, 0}, started[2] = {0, 0};
+  TinyNet nets[2];  // built here: the threads would share the global generator while drawing their weights
   run_two_ranks(dir, [&](spread::ProcessGroup& group) {
     const int64_t r = group.rank();
-    TinyNet mine;
+    TinyNet& mine = nets[r];
     spread::GradientSync sync(group, mine.optimizer, mine.net->parameters(), 64);
     mine.backward(r, 0);
     sync.arm();
@@ -443,8 +452,9 @@ TEST(Distributed, OverlappedBucketsAverageTheGradientsOfEveryRank) {
 TEST(Distributed, OverlappedBucketsRefuseASecondBackwardPass) {
   auto dir = fresh_temp_dir("ddp_sync_twice");
   bool refused[2] = {false, false};
+  TinyNet nets[2];
   run_two_ranks(dir, [&](spread::ProcessGroup& group) {
-    TinyNet mine;
+    TinyNet& mine = nets[group.rank()];
     spread::GradientSync sync(group, mine.optimizer, mine.net->parameters(), 64);
     sync.arm();
     mine.backward(group.rank(), 0);

@@ -444,8 +444,10 @@ int train_run(const Recipe& recipe, TrainStart start) {
   if (run.rank == 0) write_run_info(run, blas, threads);
   print_header(run, blas, threads, start == TrainStart::Resume);
   if (run.group)
-    say(fmt::format("data parallel: {} ranks ({} on this host), batch {} per rank, {} in all", run.world,
-                    dist->local_world, recipe.train.batch_size, recipe.train.batch_size * run.world));
+    say(fmt::format("data parallel: {} ranks ({} on this host), batch {} per rank, {} in all; gradient all-reduce {}",
+                    run.world, dist->local_world, recipe.train.batch_size, recipe.train.batch_size * run.world,
+                    run.sync ? fmt::format("in {} buckets overlapping backward", run.sync->buckets())
+                             : std::string("after backward")));
 
   MetricsLog log(run.rank == 0 ? run.dir : "", start == TrainStart::Resume ? run.step : -1);
   if (start == TrainStart::Resume) log.write({{"step", run.step}, {"event", "resume"}});
