@@ -6,6 +6,8 @@
 #   communication share = seconds rank 0 spent in the gradient all-reduce and the loss average (waiting for the
 #                         other rank included) / its training seconds, over the logged windows after warm-up
 # Both use the median tokens/s of the logged windows after step 5. Needs 2 free cores to mean anything.
+# The 2-process run goes twice: with the all-reduce overlapping backward (the default) and after it
+# (SPREAD_DDP_OVERLAP=0); with the overlap, the share counts only the communication backward did not hide.
 # Usage: scripts/bench_ddp.sh [DATA_FILE]     (default ../shared/data/tinyshakespeare/input.txt); STEPS (default 30)
 set -euo pipefail
 shopt -s inherit_errexit
@@ -42,11 +44,16 @@ build/spread train recipes/shakespeare_char.toml --set run.name=one "${common[@]
 read -r one _ < <(summary "$out/one")
 build/spread train recipes/shakespeare_char.toml --set run.name=two --nproc 2 "${common[@]}" >"$out/two.log"
 read -r two share < <(summary "$out/two")
-python3 - "$one" "$two" "$share" "$steps" <<'PY'
+SPREAD_DDP_OVERLAP=0 build/spread train recipes/shakespeare_char.toml --set run.name=after --nproc 2 "${common[@]}" \
+  >"$out/after.log"
+read -r after after_share < <(summary "$out/after")
+python3 - "$one" "$two" "$share" "$steps" "$after" "$after_share" <<'PY'
 import sys
-one, two, share, steps = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-print(f"shape B, {steps} steps, 1 thread per process")
+one, two, share, steps, after, after_share = map(float, sys.argv[1:])
+print(f"shape B, {steps:.0f} steps, 1 thread per process")
 print(f"1 process : {one:8.0f} tok/s (batch 8)")
-print(f"2 processes: {two:8.0f} tok/s (batch 8 per rank, Gloo on loopback)")
+print(f"2 processes: {two:8.0f} tok/s (batch 8 per rank, Gloo on loopback, all-reduce overlapping backward)")
 print(f"efficiency {two / (2 * one):.2f}, communication share {100 * share:.1f}% of rank 0's step time")
+print(f"2 processes, all-reduce after backward (SPREAD_DDP_OVERLAP=0): {after:8.0f} tok/s, efficiency "
+      f"{after / (2 * one):.2f}, communication share {100 * after_share:.1f}%")
 PY

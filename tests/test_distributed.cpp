@@ -9,12 +9,17 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <functional>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
 #include "cli_run.h"
 #include "spread/log/metrics_log.h"
+#include "spread/runtime/precision.h"
 #include "spread/train/checkpoint.h"
+#include "spread/train/distributed.h"
+#include "spread/train/optimizer.h"
 
 namespace fs = std::filesystem;
 using spread::testing::fresh_temp_dir;
@@ -139,6 +144,73 @@ TEST(Distributed, TwoGlooRanksEqualOneProcessWithTheGlobalBatch) {
   fs::remove_all(dir);
 }
 
+// Final weights of a run's newest checkpoint, bitwise.
+static void expect_same_weights_bitwise(const fs::path& one, const fs::path& two) {
+  auto a = spread::load_latest_checkpoint(one.string(), nullptr);
+  auto b = spread::load_latest_checkpoint(two.string(), nullptr);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->step, b->step);
+  int compared = 0;
+  for (const auto& [name, t] : a->tensors) {
+    if (name.rfind("model.", 0) != 0) continue;
+    ASSERT_TRUE(b->tensors.count(name)) << name;
+    EXPECT_TRUE(torch::equal(t, b->tensors.at(name))) << name;
+    ++compared;
+  }
+  EXPECT_GT(compared, 4);
+}
+
+// Dropout on, 2 ranks: 10 steps straight and 5 + resume + 5 give bitwise the same losses, gradient norms and final
+// weights. Rank 1 draws other dropout masks than rank 0, so its generator must travel through the checkpoint too.
+TEST(Distributed, ResumeWithDropoutIsBitwiseOnEveryRank) {
+  auto dir = fresh_temp_dir("ddp_resume");
+  write_lm_recipe(dir, 3, 10);
+  const std::string train = "train " + (dir / "r.toml").string() +
+                            " --nproc 2 --set model.dropout=0.1 --set train.ckpt_every=5 --set train.keep_last=5";
+  auto straight = run_spread(train + " --set run.name=straight");
+  ASSERT_EQ(straight.code, 0) << straight.output;
+  auto broken = run_spread(train + " --set run.name=broken");
+  ASSERT_EQ(broken.code, 0) << broken.output;
+  // As if it had crashed after step 5's checkpoint: step 10's is gone, the metrics of steps 6-10 are left behind.
+  for (const auto& path : spread::list_checkpoints((dir / "broken").string()))
+    if (path.find("step_00000005") == std::string::npos) fs::remove(path);
+  auto resumed = run_spread("train --nproc 2 --resume " + (dir / "broken").string());
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  const auto a = step_lines(dir / "straight"), b = step_lines(dir / "broken");
+  ASSERT_EQ(a.size(), 10u);
+  ASSERT_EQ(b.size(), 10u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first) << "loss of step " << i + 1;
+    EXPECT_EQ(a[i].second, b[i].second) << "grad norm of step " << i + 1;
+  }
+  expect_same_weights_bitwise(dir / "straight", dir / "broken");
+  fs::remove_all(dir);
+}
+
+// The all-reduce overlapping backward with many buckets (1 KiB each), gradient accumulation and recomputation: 2 ranks
+// still give the losses, gradient norms and weights of 1 process with the global batch.
+TEST(Distributed, OverlapWithAccumulationEqualsOneProcessWithTheGlobalBatch) {
+  auto dir = fresh_temp_dir("ddp_overlap");
+  write_lm_recipe(dir, 3, 8);
+  const std::string train = "train " + (dir / "r.toml").string() + " --set train.grad_accum=2 --set model.recompute=true";
+  auto one = run_spread(train + " --set run.name=one --set train.batch_size=6");
+  ASSERT_EQ(one.code, 0) << one.output;
+  setenv("SPREAD_DDP_BUCKET_KB", "1", 1);
+  auto two = run_spread(train + " --set run.name=two --nproc 2");
+  unsetenv("SPREAD_DDP_BUCKET_KB");
+  ASSERT_EQ(two.code, 0) << two.output;
+  EXPECT_NE(two.output.find("overlapping backward"), std::string::npos) << two.output;
+  expect_same_training(dir / "one", dir / "two", 8, 1e-5);
+  // The same with the all-reduce after backward (SPREAD_DDP_OVERLAP=0).
+  setenv("SPREAD_DDP_OVERLAP", "0", 1);
+  auto after = run_spread(train + " --set run.name=after --nproc 2");
+  unsetenv("SPREAD_DDP_OVERLAP");
+  ASSERT_EQ(after.code, 0) << after.output;
+  EXPECT_NE(after.output.find("all-reduce after backward"), std::string::npos) << after.output;
+  expect_same_training(dir / "one", dir / "after", 8, 1e-5);
+  fs::remove_all(dir);
+}
+
 static void write_pairs(const fs::path& path) {
   std::ofstream pairs(path);
   pairs << "anchor\tpositive\tnegative\n";
@@ -242,5 +314,157 @@ TEST(Distributed, RefusesDifferentRecipesAndBadEnvironments) {
                                     {"MASTER_PORT", "http"}}, (dir / "port.log").string());
   EXPECT_EQ(wait_worker(port, 30), 2);
   EXPECT_NE(read_text(port.log).find("MASTER_PORT"), std::string::npos) << read_text(port.log);
+  fs::remove_all(dir);
+}
+
+// Two ranks as two threads of this process, joined through a FileStore (real Gloo collectives); each runs `body`
+// with its own group.
+static void run_two_ranks(const fs::path& dir, const std::function<void(spread::ProcessGroup&)>& body) {
+  std::vector<std::thread> ranks;
+  for (int64_t rank = 0; rank < 2; ++rank)
+    ranks.emplace_back([&, rank] {
+      spread::DistributedEnv env;
+      env.rank = rank;
+      env.world = 2;
+      env.store_file = (dir / "store").string();
+      env.timeout_s = 20;
+      body(*spread::ProcessGroup::connect(env, torch::kCPU));
+    });
+  for (auto& t : ranks) t.join();
+}
+
+static spread::PrecisionPlan plan(const std::string& used, const std::string& reason) {
+  spread::PrecisionPlan p;
+  p.requested = "bf16";
+  p.used = used;
+  p.reason = reason;
+  return p;
+}
+
+// train.precision = "bf16": whichever rank falls back, every rank runs float32 and the reason names that rank; when
+// every rank chose bf16, every rank keeps it.
+TEST(Distributed, RanksAgreeOnBf16) {
+  auto dir = fresh_temp_dir("ddp_bf16_agree");
+  const spread::PrecisionPlan yes = plan("bf16", "CPU flags amx_bf16"), no = plan("fp32", "SPREAD_FORCE_NO_BF16 is set");
+  for (int64_t falls_back : {0, 1, -1}) {
+    fs::remove_all(dir / "store");
+    spread::PrecisionPlan agreed[2];
+    run_two_ranks(dir, [&](spread::ProcessGroup& group) {
+      agreed[group.rank()] = spread::agree_on_precision(group.rank() == falls_back ? no : yes, group);
+    });
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(agreed[r].used, falls_back < 0 ? "bf16" : "fp32") << "rank " << r << ", rank " << falls_back << " falls back";
+      if (falls_back >= 0 && r != falls_back)
+        EXPECT_EQ(agreed[r].reason, fmt::format("rank {} cannot use bf16 (SPREAD_FORCE_NO_BF16 is set)", falls_back));
+    }
+  }
+  fs::remove_all(dir);
+}
+
+// The same through the launch: rank 1 alone has SPREAD_FORCE_NO_BF16=1; rank 0, which would choose bf16 on a CPU
+// with bf16 instructions, records float32 and rank 1's reason in run.json.
+TEST(Distributed, RankWithoutBf16MakesEveryRankFallBack) {
+  auto dir = fresh_temp_dir("ddp_bf16");
+  write_lm_recipe(dir, 2, 2);
+  const std::vector<std::string> args{"train", (dir / "r.toml").string(), "--set", "run.name=b", "--set",
+                                      "train.precision=bf16"};
+  auto env1 = rank_env(1, dir / "store");
+  env1.push_back({"SPREAD_FORCE_NO_BF16", "1"});
+  auto env0 = rank_env(0, dir / "store");
+  env0.push_back({"SPREAD_FORCE_NO_BF16", "0"});
+  Worker r0 = start_worker(args, env0, (dir / "r0.log").string());
+  Worker r1 = start_worker(args, env1, (dir / "r1.log").string());
+  ASSERT_EQ(wait_worker(r0, 120), 0) << read_text(r0.log);
+  ASSERT_EQ(wait_worker(r1, 60), 0) << read_text(r1.log);
+  const auto info = nlohmann::json::parse(read_text((dir / "b" / "run.json").string()));
+  EXPECT_EQ(info["precision"]["used"], "fp32") << info.dump();
+  const std::string reason = info["precision"]["reason"];
+  if (reason.rfind("rank 1", 0) == 0) {
+    EXPECT_EQ(reason, "rank 1 cannot use bf16 (SPREAD_FORCE_NO_BF16 is set)") << info.dump();
+    EXPECT_NE(read_text(r0.log).find("falls back to float32: rank 1 cannot use bf16"), std::string::npos)
+        << read_text(r0.log);
+  } else if (info["precision"]["used"] == "fp32") {  // a loaded machine can time bf16 no faster than float32
+    std::cout << "note: rank 0 fell back by itself (" << reason << "): the agreement was not exercised\n";
+  }
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// A small MLP, the same initial weights on every rank; its parameters in an optimizer's flat groups.
+struct TinyNet {
+  torch::nn::Sequential net;
+  spread::FlatAdamW optimizer;
+  TinyNet() {
+    torch::manual_seed(5);
+    net = torch::nn::Sequential(torch::nn::Linear(4, 8), torch::nn::Tanh(), torch::nn::Linear(8, 8),
+                                torch::nn::Tanh(), torch::nn::Linear(8, 3));
+    std::vector<spread::NamedParam> named;
+    for (auto& item : net->named_parameters()) named.push_back({item.key(), item.value()});
+    std::vector<torch::Tensor> decay, no_decay;
+    spread::split_decay_groups(named, decay, no_decay);
+    optimizer.add_group("decay", decay, {});
+    optimizer.add_group("no_decay", no_decay, {});
+  }
+  void backward(int64_t rank, int64_t micro) {
+    auto x = torch::linspace(-1.0 + 0.3 * double(rank), 1.0 + 0.1 * double(micro), 24).view({6, 4});
+    net->forward(x).pow(2).sum().backward();
+  }
+  torch::Tensor flat_grad() { return torch::cat({optimizer.groups()[0].grad, optimizer.groups()[1].grad}); }
+};
+
+}  // namespace
+
+// GradientSync with 2 micro-steps and buckets of a few parameters: every bucket's all-reduce starts from the hooks,
+// during the last backward pass (none is left for finish), and the result is the mean over ranks of the gradients
+// summed over micro-steps, computed here by one process that runs all four backward passes.
+TEST(Distributed, OverlappedBucketsAverageTheGradientsOfEveryRank) {
+  auto dir = fresh_temp_dir("ddp_sync");
+  TinyNet reference;
+  for (int64_t rank = 0; rank < 2; ++rank)
+    for (int64_t micro = 0; micro < 2; ++micro) reference.backward(rank, micro);
+  const torch::Tensor expected = reference.flat_grad() / 2;
+  torch::Tensor got[2];
+  size_t buckets[2] = {0, 0}, started[2] = {0, 0};
+  TinyNet nets[2];  // built here: the threads would share the global generator while drawing their weights
+  run_two_ranks(dir, [&](spread::ProcessGroup& group) {
+    const int64_t r = group.rank();
+    TinyNet& mine = nets[r];
+    spread::GradientSync sync(group, mine.optimizer, mine.net->parameters(), 64);
+    mine.backward(r, 0);
+    sync.arm();
+    mine.backward(r, 1);
+    started[r] = sync.started();
+    buckets[r] = sync.buckets();
+    sync.finish();
+    got[r] = mine.flat_grad().clone();
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_GE(buckets[r], 4u);
+    EXPECT_EQ(started[r], buckets[r]) << "rank " << r;
+    const double scale = std::max(1.0, expected.abs().max().item<double>());
+    EXPECT_LT((got[r] - expected).abs().max().item<double>(), 1e-6 * scale) << "rank " << r;
+  }
+  fs::remove_all(dir);
+}
+
+// Two backward passes after arm() (a task that breaks one_backward_per_micro_step) are refused, not averaged wrong.
+TEST(Distributed, OverlappedBucketsRefuseASecondBackwardPass) {
+  auto dir = fresh_temp_dir("ddp_sync_twice");
+  bool refused[2] = {false, false};
+  TinyNet nets[2];
+  run_two_ranks(dir, [&](spread::ProcessGroup& group) {
+    TinyNet& mine = nets[group.rank()];
+    spread::GradientSync sync(group, mine.optimizer, mine.net->parameters(), 64);
+    sync.arm();
+    mine.backward(group.rank(), 0);
+    mine.backward(group.rank(), 1);
+    try {
+      sync.finish();
+    } catch (const std::logic_error&) {
+      refused[group.rank()] = true;
+    }
+  });
+  EXPECT_TRUE(refused[0] && refused[1]);
   fs::remove_all(dir);
 }

@@ -9,13 +9,18 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/version.h>
 #if defined(SPREAD_WITH_NCCL)
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fmt/format.h>
 
 #include "spread/train/optimizer.h"
@@ -100,6 +105,23 @@ class C10dGroup : public ProcessGroup {
     }
   }
 
+  std::function<void()> start_all_reduce_sum(torch::Tensor tensor) override {
+    c10::intrusive_ptr<c10d::Work> work;
+    try {
+      std::vector<at::Tensor> one{tensor};
+      work = group_->allreduce(one);
+    } catch (const std::exception& e) {
+      throw peer_lost(fmt::format("rank {}: all-reduce", rank_), e);
+    }
+    return [work, rank = rank_] {
+      try {
+        work->wait();
+      } catch (const std::exception& e) {
+        throw peer_lost(fmt::format("rank {}: all-reduce", rank), e);
+      }
+    };
+  }
+
   torch::Tensor all_gather(const torch::Tensor& local) override {
     try {
       auto input = local.detach().to(device_).contiguous();
@@ -160,6 +182,9 @@ std::optional<DistributedEnv> distributed_env() {
   e.local_rank = env_int("LOCAL_RANK", e.rank, 0, e.world - 1, hint);
   e.local_world = env_int("LOCAL_WORLD_SIZE", e.world, 1, e.world, "the number of ranks on this host");
   e.timeout_s = env_int("SPREAD_DIST_TIMEOUT", int64_t(300), 1, 1 << 30, "seconds a collective may wait for a peer");
+  e.overlap = env("SPREAD_DDP_OVERLAP").value_or("1") != "0";
+  e.bucket_bytes = 1024 * env_int("SPREAD_DDP_BUCKET_KB", int64_t(25 << 10), 1, int64_t(1) << 30,
+                                  "the size of a gradient bucket in KiB (default 25600)");
   e.store_file = env("SPREAD_STORE_FILE").value_or("");
   if (e.store_file.empty()) {
     auto addr = env("MASTER_ADDR");
@@ -213,11 +238,166 @@ void ProcessGroup::average_gradients(FlatAdamW& optimizer, int64_t bucket_bytes)
     if (g.grad.numel() > 0) g.grad.div_(double(world_));
 }
 
+namespace {
+
+// Where a parameter lives in the optimizer: its group and its element range in that group's flat buffers.
+struct FlatPlace {
+  size_t group = 0;
+  int64_t offset = 0, numel = 0;
+};
+
+// Runs `fn` after a parameter's gradient accumulation. Our own FunctionPostHook: LibTorch's LambdaPostHook changed its
+// signature after 1.13, FunctionPostHook's call did not.
+class AfterAccumulation : public torch::autograd::FunctionPostHook {
+ public:
+  explicit AfterAccumulation(std::function<void()> fn) : fn_(std::move(fn)) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    fn_();
+    return outputs;
+  }
+
+ private:
+  std::function<void()> fn_;
+};
+
+FlatPlace flat_place(const FlatAdamW& optimizer, const torch::Tensor& param) {
+  for (size_t g = 0; g < optimizer.groups().size(); ++g) {
+    int64_t offset = 0;
+    for (const auto& p : optimizer.groups()[g].params) {
+      if (p.unsafeGetTensorImpl() == param.unsafeGetTensorImpl()) return {g, offset, p.numel()};
+      offset += p.numel();
+    }
+  }
+  throw std::logic_error("GradientSync: a model parameter is in none of the optimizer's groups");
+}
+
+}  // namespace
+
+GradientSync::GradientSync(ProcessGroup& group, FlatAdamW& optimizer, const std::vector<torch::Tensor>& params,
+                           int64_t bucket_bytes)
+    : group_(group), optimizer_(optimizer), bucket_of_(params.size()), arrived_(params.size(), 0) {
+  // Walking the parameters backwards visits each group's in decreasing offsets without a gap (a group keeps the
+  // model's order), so a bucket's parameters of one group form one contiguous slice of its flat gradient.
+  const size_t groups = optimizer.groups().size();
+  std::vector<int64_t> low(groups), high(groups), covered(groups);
+  int64_t bytes = 0;
+  auto close = [&] {
+    Bucket b;
+    for (size_t g = 0; g < groups; ++g) {
+      if (high[g] == low[g]) continue;
+      if (covered[g] != high[g] - low[g]) throw std::logic_error("GradientSync: a group is not in model order");
+      b.slices.push_back(optimizer.groups()[g].grad.narrow(0, low[g], high[g] - low[g]));
+    }
+    for (size_t i = 0; i < params.size(); ++i) b.params += bucket_of_[i] == buckets_.size() ? 1 : 0;
+    buckets_.push_back(std::move(b));
+    std::fill(covered.begin(), covered.end(), 0);
+    bytes = 0;
+  };
+  std::fill(bucket_of_.begin(), bucket_of_.end(), size_t(-1));
+  for (size_t i = params.size(); i-- > 0;) {
+    const FlatPlace place = flat_place(optimizer, params[i]);
+    const int64_t size = place.numel * int64_t(optimizer.groups()[place.group].grad.element_size());
+    if (bytes > 0 && bytes + size > bucket_bytes) close();
+    if (bytes == 0) {
+      for (size_t g = 0; g < groups; ++g) low[g] = high[g] = 0;
+    }
+    auto& lo = low[place.group];
+    auto& hi = high[place.group];
+    if (hi == lo) hi = place.offset + place.numel;
+    lo = place.offset;
+    covered[place.group] += place.numel;
+    bytes += std::max<int64_t>(size, 1);
+    bucket_of_[i] = buckets_.size();
+  }
+  if (bytes > 0) close();
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].requires_grad()) {  // a frozen parameter never arrives: its bucket does not wait for it
+      --buckets_[bucket_of_[i]].params;
+      continue;
+    }
+    auto accumulator = torch::autograd::impl::grad_accumulator(params[i]);
+    hooks_.push_back(accumulator->add_post_hook(std::make_unique<AfterAccumulation>([this, i] { on_gradient(i); })));
+    accumulators_.push_back(std::move(accumulator));
+  }
+}
+
+GradientSync::~GradientSync() {
+  for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hooks_[i]);
+}
+
+void GradientSync::arm() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::fill(arrived_.begin(), arrived_.end(), 0);
+  for (auto& b : buckets_) b.waiting = b.params;
+  pending_.clear();
+  next_ = 0;
+  error_ = nullptr;
+  armed_ = true;
+}
+
+void GradientSync::on_gradient(size_t param) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!armed_ || error_) return;
+  if (arrived_[param]) {
+    error_ = std::make_exception_ptr(std::logic_error("GradientSync: a parameter's gradient was accumulated twice "
+                                                      "in the last micro-step, after its bucket's all-reduce began"));
+    return;
+  }
+  arrived_[param] = 1;
+  --buckets_[bucket_of_[param]].waiting;
+  try {
+    start_ready();
+  } catch (...) {
+    error_ = std::current_exception();
+  }
+}
+
+void GradientSync::start_ready() {
+  while (next_ < buckets_.size() && buckets_[next_].waiting == 0) {
+    for (auto& slice : buckets_[next_].slices) pending_.push_back(group_.start_all_reduce_sum(slice));
+    ++next_;
+  }
+}
+
+void GradientSync::finish() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    armed_ = false;
+    for (auto& b : buckets_) b.waiting = 0;  // parameters without a gradient this step: their bucket goes as it is
+    start_ready();
+  }
+  for (auto& wait : pending_) wait();
+  pending_.clear();
+  if (error_) std::rethrow_exception(error_);
+  torch::NoGradGuard no_grad;
+  for (auto& g : optimizer_.groups())
+    if (g.grad.numel() > 0) g.grad.div_(double(group_.world()));
+}
+
 std::vector<double> ProcessGroup::mean(const std::vector<double>& values) {
   auto t = torch::tensor(values, torch::kDouble).to(device_);
   all_reduce_sum({t});
   t = t.div(double(world_)).cpu();
   return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+}
+
+PrecisionPlan agree_on_precision(const PrecisionPlan& mine, ProcessGroup& group) {
+  if (mine.requested != "bf16") return mine;  // the same on every rank: their recipes were compared
+  // One row per rank: whether it chose bf16, then its reason (cut to fit), which only rank 0 prints.
+  constexpr int64_t kRow = 256;
+  auto row = torch::zeros({kRow}, torch::kUInt8);
+  row[0] = mine.used == "bf16" ? 1 : 0;
+  std::memcpy(row.data_ptr<uint8_t>() + 1, mine.reason.data(), std::min<size_t>(mine.reason.size(), kRow - 2));
+  const auto rows = group.all_gather(row).cpu().contiguous();
+  PrecisionPlan agreed = mine;
+  for (int64_t r = 0; r < group.world() && agreed.used == "bf16"; ++r) {
+    if (rows[r][0].item<uint8_t>() == 1) continue;
+    const std::string reason(reinterpret_cast<const char*>(rows[r].data_ptr<uint8_t>() + 1));
+    agreed.used = "fp32";
+    agreed.reason = fmt::format("rank {} cannot use bf16 ({})", r, reason);
+  }
+  return agreed;
 }
 
 uint64_t fnv1a64(const std::string& text) {

@@ -22,6 +22,7 @@ StepResult optimizer_step(const StepInputs& in, int64_t step, double lr) {
   in.optimizer.zero_grad();
   StepResult r;
   for (int64_t micro = 0; micro < t.grad_accum; ++micro) {
+    if (in.sync != nullptr && micro == t.grad_accum - 1) in.sync->arm();
     MicroStepLoss v = in.task.micro_step(in.model, step, micro, t.grad_accum);
     r.loss += v.total / double(t.grad_accum);
     if (r.parts.empty()) r.parts.assign(v.parts.size(), {"", 0.0});
@@ -32,7 +33,8 @@ StepResult optimizer_step(const StepInputs& in, int64_t step, double lr) {
   }
   if (in.group != nullptr) {
     const auto start = std::chrono::steady_clock::now();
-    in.group->average_gradients(in.optimizer);
+    if (in.sync != nullptr) in.sync->finish();  // the buckets not yet summed, and the waits
+    else in.group->average_gradients(in.optimizer);
     std::vector<double> values{r.loss};
     for (const auto& part : r.parts) values.push_back(part.second);
     values = in.group->mean(values);

@@ -70,10 +70,21 @@ struct Run {
   int64_t step = 0;  // optimizer steps completed
   double elapsed_s = 0;  // training time summed over sessions (resumes)
   std::unique_ptr<ProcessGroup> group;  // data-parallel (train/distributed.h); null for one process
+  std::unique_ptr<GradientSync> sync;   // data-parallel with the all-reduce overlapping backward
   int64_t rank = 0, world = 1;          // only rank 0 writes the run directory
 };
 
-Checkpoint make_checkpoint(const Run& run) {
+// Every rank's CPU generator state, in rank order ([world, state bytes]): dropout masks differ between ranks, so a
+// bitwise resume needs each rank's own generator, not only rank 0's. A collective: every rank calls it at the same
+// step, before anything else draws from the generator.
+torch::Tensor gather_generator_states(Run& run) {
+  const torch::Tensor mine = at::detail::getDefaultCPUGenerator().get_state();
+  return run.group ? run.group->all_gather(mine).cpu() : mine.unsqueeze(0);
+}
+
+// `generators`: gather_generator_states. "rng.cpu" stays rank 0's alone, as in checkpoints of a single process
+// (which older spreads wrote and still read); "rng.cpu.ranks" holds every rank's.
+Checkpoint make_checkpoint(const Run& run, const torch::Tensor& generators) {
   Checkpoint c;
   c.step = run.step;
   for (const auto& item : run.model->named_parameters()) c.tensors["model." + item.key()] = item.value().detach().clone();
@@ -84,7 +95,8 @@ Checkpoint make_checkpoint(const Run& run) {
                                {"beta2", g.options.beta2}, {"eps", g.options.eps},
                                {"weight_decay", g.options.weight_decay}};
   }
-  c.tensors["rng.cpu"] = at::detail::getDefaultCPUGenerator().get_state();
+  c.tensors["rng.cpu"] = generators[0].clone();
+  c.tensors["rng.cpu.ranks"] = generators;
   const WorkPerStep work = run.task->work_per_step();
   c.meta[work.unit == "tok" ? "tokens_seen" : work.unit + "_seen"] = run.step * work.count * run.world;
   c.meta["world_size"] = run.world;
@@ -148,7 +160,7 @@ bool probe_due(const DiagnosticsConfig& d, int64_t step, int64_t last) {
 }
 
 StepResult train_step(Run& run) {
-  StepInputs in{run.model, run.optimizer, *run.task, run.recipe.train, run.group.get()};
+  StepInputs in{run.model, run.optimizer, *run.task, run.recipe.train, run.group.get(), run.sync.get()};
   StepResult r = optimizer_step(in, run.step, run.schedule.at(run.step));
   if (r.finite) ++run.step;  // a skipped update is counted by the caller, which logs it
   return r;
@@ -161,11 +173,14 @@ void write_probe(Run& run, MetricsLog& log) {
 }
 
 // Saves a checkpoint, unless the state holds NaN or Inf: then nothing is written (the newest checkpoint stays the
-// last finite one) and the reason is returned for the caller to stop the run as diverged.
+// last finite one) and the reason is returned for the caller to stop the run as diverged. Every rank calls it (its
+// generator goes into the checkpoint); rank 0 alone checks and writes.
 std::optional<std::string> save(Run& run, MetricsLog& log, const std::string& why) {
+  const torch::Tensor generators = gather_generator_states(run);
+  if (run.rank != 0) return std::nullopt;
   if (!output_is_finite(run.model, run.device))
     return fmt::format("the model's output is NaN or Inf after step {}", run.step);
-  const Checkpoint c = make_checkpoint(run);
+  const Checkpoint c = make_checkpoint(run, generators);
   if (auto bad = first_non_finite(c)) return fmt::format("'{}' holds NaN or Inf after step {}", *bad, run.step);
   std::string path = save_checkpoint(run.dir, c, run.recipe.train.keep_last);
   log.write({{"step", run.step}, {"event", "checkpoint"}, {"why", why}});
@@ -187,7 +202,7 @@ int stop_diverged(const Run& run, MetricsLog& log, const std::string& reason) {
 // returned, the code shells expect of a process stopped by that signal, so `spread train R && next` stops here.
 int stop_on_signal(Run& run, MetricsLog& log, bool just_saved, int sig) {
   say(fmt::format("signal {} received: saving and stopping", sig));
-  if (!just_saved && run.rank == 0)
+  if (!just_saved)
     if (auto bad = save(run, log, "signal")) return stop_diverged(run, log, *bad);
   log.write({{"step", run.step}, {"event", "interrupted"}});
   say("resume with: spread train --resume " + run.dir);
@@ -296,6 +311,27 @@ void share_state(Run& run) {
     run.optimizer.groups()[i].step = int64_t(scalars[int64_t(i) + 2].item<double>());
 }
 
+// A resume continues every rank's generator from the checkpoint's "rng.cpu.ranks" (sent by rank 0, which read
+// it). A fresh run, or a checkpoint that holds rank 0's generator alone (written by an older spread), starts the
+// other ranks' generators from the seed, the rank and the step: their dropout masks must differ from rank 0's.
+void share_generators(Run& run, const torch::Tensor& saved) {
+  const int64_t bytes = at::detail::getDefaultCPUGenerator().get_state().numel();
+  auto found = torch::zeros({1}, torch::kUInt8);
+  auto states = torch::zeros({run.world, bytes}, torch::kUInt8);
+  if (run.rank == 0 && saved.defined() && saved.sizes() == states.sizes()) {
+    found.fill_(1);
+    states.copy_(saved);
+  }
+  std::vector<torch::Tensor> tensors{found.to(run.device), states.to(run.device)};
+  run.group->broadcast(tensors);
+  if (tensors[0].cpu().item<uint8_t>() == 1) {
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    generator.set_state(tensors[1][run.rank].cpu().contiguous());
+  } else if (run.rank != 0) {
+    torch::manual_seed(uint64_t(run.recipe.run.seed) + 1000003ULL * uint64_t(run.rank) + uint64_t(run.step));
+  }
+}
+
 // The largest stop signal any rank has received (0: none), so that every rank stops after the same step.
 int agreed_stop_signal(Run& run) {
   if (!run.group) return g_stop_signal.load();
@@ -339,6 +375,9 @@ int train_run(const Recipe& recipe, TrainStart start) {
   run.dir = recipe.run_dir();
   run.device = recipe_device(recipe);
   const std::optional<DistributedEnv> dist = distributed_env();
+  // One GPU per rank of a host: "cuda" is cuda:LOCAL_RANK (NCCL refuses two ranks on one GPU).
+  if (dist && run.device.is_cuda() && !run.device.has_index())
+    run.device = torch::Device(torch::kCUDA, c10::DeviceIndex(dist->local_rank));
   ThreadPlan threads = apply_threads(rank_threads(recipe, dist));
   g_quiet = false;
   if (dist) {
@@ -375,6 +414,7 @@ int train_run(const Recipe& recipe, TrainStart start) {
 
   // Decided anew by every session: a checkpoint is float32 whatever the precision it was trained in.
   run.precision = plan_precision(recipe.train.precision, run.device);
+  if (run.group) run.precision = agree_on_precision(run.precision, *run.group);
   torch::manual_seed(uint64_t(recipe.run.seed));
   TransformerConfig model_cfg = model_config(recipe, run.task->tokenizer().vocab_size());
   model_cfg.matmul_dtype = run.precision.matmul_dtype();
@@ -385,7 +425,10 @@ int train_run(const Recipe& recipe, TrainStart start) {
   const auto& t = recipe.train;
   run.schedule = {t.lr, t.min_lr, t.warmup_steps, t.max_steps};
 
+  torch::Tensor saved_generators;  // every rank's, when the checkpoint holds them
   if (resume_from) {
+    if (auto it = resume_from->tensors.find("rng.cpu.ranks"); it != resume_from->tensors.end())
+      saved_generators = it->second;
     restore_checkpoint(run, *resume_from, resume_from->path);
     if (!output_is_finite(run.model, run.device))
       throw diverged_checkpoint_error(resume_from->path, "the model's output is NaN or Inf");
@@ -393,16 +436,18 @@ int train_run(const Recipe& recipe, TrainStart start) {
   }
   if (run.group) {
     share_state(run);
-    // Dropout masks differ between ranks; rank 0 keeps the saved generator, the others restart theirs from the
-    // seed, the rank and the step (with dropout on, a resumed multi-rank run is therefore not bitwise exact).
-    if (run.rank != 0) torch::manual_seed(uint64_t(recipe.run.seed) + 1000003ULL * uint64_t(run.rank) + uint64_t(run.step));
+    share_generators(run, saved_generators);
+    if (dist->overlap && run.task->one_backward_per_micro_step())
+      run.sync = std::make_unique<GradientSync>(*run.group, run.optimizer, run.model->parameters(), dist->bucket_bytes);
   }
   BlasInfo blas = blas_info();
   if (run.rank == 0) write_run_info(run, blas, threads);
   print_header(run, blas, threads, start == TrainStart::Resume);
   if (run.group)
-    say(fmt::format("data parallel: {} ranks ({} on this host), batch {} per rank, {} in all", run.world,
-                    dist->local_world, recipe.train.batch_size, recipe.train.batch_size * run.world));
+    say(fmt::format("data parallel: {} ranks ({} on this host), batch {} per rank, {} in all; gradient all-reduce {}",
+                    run.world, dist->local_world, recipe.train.batch_size, recipe.train.batch_size * run.world,
+                    run.sync ? fmt::format("in {} buckets overlapping backward", run.sync->buckets())
+                             : std::string("after backward")));
 
   MetricsLog log(run.rank == 0 ? run.dir : "", start == TrainStart::Resume ? run.step : -1);
   if (start == TrainStart::Resume) log.write({{"step", run.step}, {"event", "resume"}});
@@ -458,7 +503,7 @@ int train_run(const Recipe& recipe, TrainStart start) {
       write_probe(run, log);
       progress.exclude_pause();
     }
-    if (writer && due(t.ckpt_every, run.step, t.max_steps)) {
+    if (due(t.ckpt_every, run.step, t.max_steps)) {
       if (auto bad = save(run, log, "scheduled")) return stop_diverged(run, log, *bad);
       progress.exclude_pause();
     }

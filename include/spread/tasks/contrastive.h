@@ -53,6 +53,7 @@ class ContrastiveTask : public TrainingTask {
   Evaluation evaluate(Transformer& model) override;
   nlohmann::json probe(Transformer& model) override;
   WorkPerStep work_per_step() const override;
+  bool one_backward_per_micro_step() const override { return recipe_.loss.contrastive.mini_batch == 0; }
 
  private:
   struct Example {

@@ -70,6 +70,11 @@ class TrainingTask {
   virtual nlohmann::json probe(Transformer& model) = 0;
 
   virtual WorkPerStep work_per_step() const = 0;
+
+  // Whether micro_step runs one backward pass, reaching each parameter at most once (cached contrastive training
+  // runs one per chunk). Data-parallel training overlaps the gradient all-reduce with backward only then
+  // (train/distributed.h GradientSync).
+  virtual bool one_backward_per_micro_step() const { return true; }
 };
 
 // The task of recipe.train.objective. Prepares its data in run_dir (tokenizer and cached files are built once and

@@ -15,12 +15,21 @@
 // Promises: a peer that fails or dies makes every collective of the others throw PeerLost (no hang) within
 // SPREAD_DIST_TIMEOUT seconds (default 300); ranks whose resolved recipes differ are refused before training.
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 #include <torch/types.h>
+
+#include "spread/runtime/precision.h"
+
+namespace torch::autograd {
+struct Node;
+}
 
 namespace spread {
 
@@ -36,6 +45,10 @@ struct DistributedEnv {
   int64_t restart_count = 0;    // TORCHELASTIC_RESTART_COUNT
   std::string store_file;       // SPREAD_STORE_FILE (spread train --nproc)
   int64_t timeout_s = 300;      // SPREAD_DIST_TIMEOUT
+  // Measurement switches (scripts/bench_ddp.sh, tests), not recipe keys: SPREAD_DDP_OVERLAP=0 keeps the all-reduce
+  // after the backward pass; SPREAD_DDP_BUCKET_KB sets the bucket size (default 25 MiB, PyTorch DDP's).
+  bool overlap = true;
+  int64_t bucket_bytes = 25 << 20;
 };
 
 // Nullopt when WORLD_SIZE is unset or 1 (a single process). A missing or malformed variable is a UserError
@@ -63,6 +76,9 @@ class ProcessGroup {
   virtual void all_reduce_sum(std::vector<torch::Tensor> tensors) = 0;
   // The ranks' equally shaped tensors stacked along a new dim 0, in rank order (no gradient; on the group's device).
   virtual torch::Tensor all_gather(const torch::Tensor& local) = 0;
+  // Starts the element-wise sum over ranks of a contiguous tensor, in place, and returns at once; the returned
+  // function waits for it (PeerLost on a failure). The tensor must not be touched before that.
+  virtual std::function<void()> start_all_reduce_sum(torch::Tensor tensor) = 0;
 
   // Averages the optimizer's flat gradient buffers over ranks, in buckets of at most bucket_bytes each.
   void average_gradients(FlatAdamW& optimizer, int64_t bucket_bytes = 25 << 20);
@@ -73,6 +89,57 @@ class ProcessGroup {
   int64_t rank_ = 0, world_ = 1;
   torch::Device device_{torch::kCPU};  // where its collectives run (NCCL: cuda)
 };
+
+// Gradient averaging overlapped with the backward pass, as PyTorch DDP's reducer does it. The optimizer's flat
+// gradients are cut into buckets of whole parameters in reverse parameter order (about the order in which backward
+// finishes them). On the last micro-step (arm), a hook that runs after each parameter's gradient accumulation counts
+// the parameter in; a bucket whose parameters are all in starts its all-reduce while backward goes on. Buckets start
+// strictly in index order, a ready bucket waiting for the ones before it: Gloo and NCCL match collectives by their
+// order, which must be the same on every rank. finish() starts the buckets left (parameters that got no gradient),
+// waits for all of them and divides by the world size, as average_gradients does after the backward pass.
+// It needs every parameter's gradient to be accumulated at most once in the last micro-step (one backward pass per
+// micro-step, TrainingTask::one_backward_per_micro_step); a second accumulation makes finish() throw logic_error.
+class GradientSync {
+ public:
+  // `params`: the model's parameters in their registration order, every one of them in one of the optimizer's groups.
+  GradientSync(ProcessGroup& group, FlatAdamW& optimizer, const std::vector<torch::Tensor>& params,
+               int64_t bucket_bytes = 25 << 20);
+  ~GradientSync();  // removes its hooks
+  GradientSync(const GradientSync&) = delete;
+  GradientSync& operator=(const GradientSync&) = delete;
+
+  void arm();     // the next backward pass is the last micro-step's
+  void finish();  // after it: the gradients averaged over ranks (PeerLost on a failure)
+  size_t buckets() const { return buckets_.size(); }
+  size_t started() const { return next_; }  // buckets whose all-reduce has started since arm()
+
+ private:
+  struct Bucket {
+    std::vector<torch::Tensor> slices;  // at most one contiguous slice per optimizer group
+    int64_t params = 0, waiting = 0;    // parameters in it; of those, not yet final since arm()
+  };
+  void on_gradient(size_t param);
+  void start_ready();
+
+  ProcessGroup& group_;
+  FlatAdamW& optimizer_;
+  std::vector<Bucket> buckets_;
+  std::vector<size_t> bucket_of_;  // per parameter
+  std::vector<char> arrived_;      // per parameter, since arm()
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // kept alive: the hooks live on them
+  std::vector<uintptr_t> hooks_;
+  std::vector<std::function<void()>> pending_;  // waits of the started all-reduces
+  size_t next_ = 0;                             // the first bucket not started
+  bool armed_ = false;
+  std::exception_ptr error_;  // from a hook (never thrown through autograd), rethrown by finish()
+  std::mutex mutex_;          // hooks may run on the autograd engine's device threads
+};
+
+// train.precision = "bf16" as all ranks can run it. Each rank decides on its own (CPU flags, a timed product,
+// SPREAD_FORCE_NO_BF16), but the ranks must run the same arithmetic, or their averaged gradients mix two precisions:
+// bf16 is used only where every rank chose it. A rank that falls back gives the others its reason, so that rank 0's
+// header and run.json say which rank and why. A collective: every rank calls it, before the model is built.
+PrecisionPlan agree_on_precision(const PrecisionPlan& mine, ProcessGroup& group);
 
 // The 64-bit FNV-1a hash of a text (of the resolved recipe, compared across ranks).
 uint64_t fnv1a64(const std::string& text);

@@ -22,7 +22,7 @@ struct StepResult {
   std::vector<std::pair<std::string, double>> parts;  // unweighted terms, for the log
   double grad_norm = 0;                               // before clipping
   bool finite = true;                                 // false: the update was skipped
-  double comm_s = 0;                                  // data-parallel: seconds in collectives (waits included)
+  double comm_s = 0;  // data-parallel: seconds in collectives after backward (waits included; overlap hides the rest)
 };
 
 struct StepInputs {
@@ -31,13 +31,14 @@ struct StepInputs {
   TrainingTask& task;
   const TrainConfig& train;
   ProcessGroup* group = nullptr;  // data-parallel: gradients and logged losses are averaged over its ranks
+  GradientSync* sync = nullptr;   // with a group: averages the gradients during the last micro-step's backward
 };
 
 // Step number `step` (0-based: it seeds the batches and the objective's subsamples) at learning rate `lr`, with
 // train.grad_accum micro-steps whose gradients add up. The optimizer is left untouched when the loss or the
-// gradient norm is not finite. With a group, the gradients are averaged over its ranks once, after the last
-// micro-step (accumulation stays local), and so are the losses returned: every rank then sees the same numbers
-// and takes the same decisions.
+// gradient norm is not finite. With a group, the gradients are averaged over its ranks once, during the last
+// micro-step's backward pass (sync) or after it (accumulation stays local), and so are the losses returned: every
+// rank then sees the same numbers and takes the same decisions.
 StepResult optimizer_step(const StepInputs& in, int64_t step, double lr);
 
 }  // namespace spread
