@@ -8,7 +8,8 @@
 # Both use the median tokens/s of the logged windows after step 5. Needs 2 free cores to mean anything.
 # The 2-process run goes twice: with the all-reduce overlapping backward (the default) and after it
 # (SPREAD_DDP_OVERLAP=0); with the overlap, the share counts only the communication backward did not hide.
-# Usage: scripts/bench_ddp.sh [DATA_FILE]     (default ../shared/data/tinyshakespeare/input.txt); STEPS (default 30)
+# Usage: scripts/bench_ddp.sh [DATA_FILE]     (default ../shared/data/tinyshakespeare/input.txt); STEPS (default 30),
+#   ROUNDS (default 3)
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
@@ -40,20 +41,42 @@ print(f"{tps:.0f} {share:.3f}")
 PY
 }
 
-build/spread train recipes/shakespeare_char.toml --set run.name=one "${common[@]}" >"$out/one.log"
-read -r one _ < <(summary "$out/one")
-build/spread train recipes/shakespeare_char.toml --set run.name=two --nproc 2 "${common[@]}" >"$out/two.log"
-read -r two share < <(summary "$out/two")
-SPREAD_DDP_OVERLAP=0 build/spread train recipes/shakespeare_char.toml --set run.name=after --nproc 2 "${common[@]}" \
-  >"$out/after.log"
-read -r after after_share < <(summary "$out/after")
-python3 - "$one" "$two" "$share" "$steps" "$after" "$after_share" <<'PY'
-import sys
-one, two, share, steps, after, after_share = map(float, sys.argv[1:])
-print(f"shape B, {steps:.0f} steps, 1 thread per process")
-print(f"1 process : {one:8.0f} tok/s (batch 8)")
-print(f"2 processes: {two:8.0f} tok/s (batch 8 per rank, Gloo on loopback, all-reduce overlapping backward)")
-print(f"efficiency {two / (2 * one):.2f}, communication share {100 * share:.1f}% of rank 0's step time")
-print(f"2 processes, all-reduce after backward (SPREAD_DDP_OVERLAP=0): {after:8.0f} tok/s, efficiency "
-      f"{after / (2 * one):.2f}, communication share {100 * after_share:.1f}%")
+# ROUNDS rounds of the three runs, the order rotating each round (a shared machine drifts by tens of percent within
+# minutes: each round's efficiency compares runs made minutes apart), then the medians over rounds.
+run_case() {  # CASE ROUND: one run, prints "tokens/s comm_share"
+  local name=$1$2
+  case $1 in
+    one) build/spread train recipes/shakespeare_char.toml --set run.name="$name" "${common[@]}" >"$out/$name.log" ;;
+    two) build/spread train recipes/shakespeare_char.toml --set run.name="$name" --nproc 2 "${common[@]}" \
+           >"$out/$name.log" ;;
+    after) SPREAD_DDP_OVERLAP=0 build/spread train recipes/shakespeare_char.toml --set run.name="$name" --nproc 2 \
+             "${common[@]}" >"$out/$name.log" ;;
+  esac
+  summary "$out/$name"
+}
+rounds=${ROUNDS:-3}
+results=()
+cases=(one two after)
+for round in $(seq "$rounds"); do
+  declare -A r=()
+  for i in 0 1 2; do
+    c=${cases[$(( (i + round - 1) % 3 ))]}
+    r[$c]=$(run_case "$c" "$round")
+  done
+  results+=("${r[one]} ${r[two]} ${r[after]}")
+  unset r
+done
+python3 - "$steps" "${results[@]}" <<'PY'
+import statistics, sys
+steps, rounds = sys.argv[1], [list(map(float, r.split())) for r in sys.argv[2:]]
+print(f"shape B, {steps} steps, 1 thread per process, {len(rounds)} rounds (order rotating)")
+print("round | 1 process tok/s | 2 processes overlap tok/s (eff., comm) | 2 processes after backward tok/s (eff., comm)")
+effs, effs_after = [], []
+for i, (one, _, two, share, after, after_share) in enumerate(rounds, 1):
+    effs.append(two / (2 * one)); effs_after.append(after / (2 * one))
+    print(f"{i} | {one:.0f} | {two:.0f} ({effs[-1]:.2f}, {100 * share:.1f}%) | {after:.0f} ({effs_after[-1]:.2f}, "
+          f"{100 * after_share:.1f}%)")
+print(f"median efficiency: overlapping {statistics.median(effs):.2f}, after backward {statistics.median(effs_after):.2f}; "
+      f"median communication share: {100 * statistics.median(r[3] for r in rounds):.1f}% / "
+      f"{100 * statistics.median(r[5] for r in rounds):.1f}% of rank 0's step time")
 PY
