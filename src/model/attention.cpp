@@ -309,10 +309,9 @@ at::Tensor fused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_
               "fused_attention: T and 3C must fit BLAS's int, got ", qkv.sizes());
   TORCH_CHECK(dropout >= 0 && dropout < 1, "fused_attention: dropout must be in [0, 1), got ", dropout);
   const at::Tensor m = checked_mask(mask, qkv);
-  auto optional = [](const at::Tensor& t) { return t.defined() ? c10::optional<at::Tensor>(t) : c10::nullopt; };
   const at::Tensor noise =
       dropout > 0 ? attention_dropout_noise(qkv.size(0) * n_head, qkv.size(1), dropout, qkv.options()) : at::Tensor();
-  return FusedAttention::apply(qkv.contiguous(), optional(m), n_head, optional(noise), causal);
+  return FusedAttention::apply(qkv.contiguous(), optional_input(m), n_head, optional_input(noise), causal);
 }
 
 at::Tensor unfused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_t n_head, double dropout,

@@ -24,12 +24,14 @@ SPREAD_VECTOR_CLONES void gelu_loop(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * normal_cdf(x[i]);
 }
 
-SPREAD_VECTOR_CLONES void gelu_backward_loop(const float* grad, const float* x, float* out, int64_t n) {
+// d/dx x Phi(x) = Phi(x) + x phi(x).
+inline float gelu_derivative(float x) {
   constexpr float kInvSqrt2Pi = 0.398942280401432678f;
-  for (int64_t i = 0; i < n; ++i) {
-    const float xi = x[i];
-    out[i] = grad[i] * (normal_cdf(xi) + xi * kInvSqrt2Pi * exp_nonpositive(-0.5f * xi * xi));
-  }
+  return normal_cdf(x) + x * kInvSqrt2Pi * exp_nonpositive(-0.5f * x * x);
+}
+
+SPREAD_VECTOR_CLONES void gelu_backward_loop(const float* grad, const float* x, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = grad[i] * gelu_derivative(x[i]);
 }
 
 // The same two loops with a bias added to each row of x first, for a rows x cols block: y = gelu(x + bias), and
@@ -44,12 +46,10 @@ SPREAD_VECTOR_CLONES void bias_gelu_rows(const float* x, const float* bias, floa
 
 SPREAD_VECTOR_CLONES void bias_gelu_backward_rows(const float* grad, const float* x, const float* bias, float* out,
                                                   float* column_sum, int64_t rows, int64_t cols) {
-  constexpr float kInvSqrt2Pi = 0.398942280401432678f;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < cols; ++j) {
       const int64_t i = r * cols + j;
-      const float v = x[i] + bias[j];
-      out[i] = grad[i] * (normal_cdf(v) + v * kInvSqrt2Pi * exp_nonpositive(-0.5f * v * v));
+      out[i] = grad[i] * gelu_derivative(x[i] + bias[j]);
       column_sum[j] += out[i];
     }
 }
@@ -211,15 +211,14 @@ at::Tensor attention_probs(const at::Tensor& q, const at::Tensor& k, const at::T
 }
 
 at::Tensor attention_core(const at::Tensor& qkv, const at::Tensor& mask, int64_t batch) {
-  return AttentionCore::apply(qkv, mask.defined() ? c10::optional<at::Tensor>(mask) : c10::nullopt, batch);
+  return AttentionCore::apply(qkv, optional_input(mask), batch);
 }
 
 at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
                        at::ScalarType matmul_dtype, const at::Tensor& h_bias) {
   // As mixed_linear: only a float32 h is multiplied in a narrower dtype.
   if (matmul_dtype == at::kFloat || h.scalar_type() != at::kFloat) matmul_dtype = h.scalar_type();
-  auto optional = [](const at::Tensor& t) { return t.defined() ? c10::optional<at::Tensor>(t) : c10::nullopt; };
-  return GeluLinear::apply(h, optional(h_bias), weight, optional(bias), matmul_dtype);
+  return GeluLinear::apply(h, optional_input(h_bias), weight, optional_input(bias), matmul_dtype);
 }
 
 }  // namespace spread

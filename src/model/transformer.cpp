@@ -2,6 +2,7 @@
 
 #include "spread/model/attention.h"
 #include "spread/model/recompute.h"
+#include "spread/model/residual_norm.h"
 
 #include <ATen/ATen.h>
 #include <torch/nn/functional/activation.h>
@@ -11,6 +12,7 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 namespace spread {
 namespace {
@@ -26,6 +28,12 @@ torch::nn::LayerNorm make_norm(int64_t n) {
 torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
   // Skipping the call at p = 0 saves an operator (and an allocation) per site and step.
   return (p > 0 && training) ? torch::dropout(x, p, training) : x;
+}
+
+// {h, norm(h)} for h = x + a + a_bias, as one node (model/residual_norm.h).
+std::pair<torch::Tensor, torch::Tensor> add_and_norm(const torch::Tensor& x, const torch::Tensor& a,
+                                                     const torch::Tensor& a_bias, const torch::nn::LayerNorm& norm) {
+  return residual_layer_norm(x, a, a_bias, norm->weight, norm->bias, norm->options.eps());
 }
 
 }  // namespace
@@ -62,7 +70,7 @@ torch::Tensor SelfAttentionImpl::attention_mask(const torch::Tensor& key_padding
   return mask.defined() ? mask + pad : pad;
 }
 
-torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask, bool add_proj_bias) {
   TORCH_CHECK(!mask.defined() || mask.dim() == 4,
               "SelfAttention: mask must be the additive 4-D mask of attention_mask(), not key padding");
   auto qkv_out = mixed_linear(x, qkv->weight, qkv->bias, matmul_dtype_);  // [B, T, 3C], float32
@@ -70,7 +78,8 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Te
   auto y = fused_attention_supported(qkv_out)
                ? fused_attention(qkv_out, mask, n_head_, attention_dropout, causal_)
                : unfused_attention(qkv_out, mask, n_head_, attention_dropout, recompute_);
-  return maybe_dropout(mixed_linear(y, proj->weight, proj->bias, matmul_dtype_), dropout_, is_training());
+  return maybe_dropout(mixed_linear(y, proj->weight, add_proj_bias ? proj->bias : torch::Tensor(), matmul_dtype_),
+                       dropout_, is_training());
 }
 
 MlpImpl::MlpImpl(const TransformerConfig& cfg)
@@ -79,19 +88,19 @@ MlpImpl::MlpImpl(const TransformerConfig& cfg)
   proj = register_module("proj", make_linear(4 * cfg.n_embd, cfg.n_embd, cfg.bias));
 }
 
-torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+torch::Tensor MlpImpl::forward(const torch::Tensor& x, bool add_proj_bias) {
+  const torch::Tensor proj_bias = add_proj_bias ? proj->bias : torch::Tensor();
   torch::Tensor y;
   if (recompute_) {  // fc's bias is added (and its gradient summed) inside the GELU node's loops
-    y = gelu_linear(mixed_linear(x, fc->weight, {}, matmul_dtype_), proj->weight, proj->bias, matmul_dtype_,
-                    fc->bias);
+    y = gelu_linear(mixed_linear(x, fc->weight, {}, matmul_dtype_), proj->weight, proj_bias, matmul_dtype_, fc->bias);
   } else {
-    y = mixed_linear(torch::gelu(mixed_linear(x, fc->weight, fc->bias, matmul_dtype_)), proj->weight, proj->bias,
+    y = mixed_linear(torch::gelu(mixed_linear(x, fc->weight, fc->bias, matmul_dtype_)), proj->weight, proj_bias,
                      matmul_dtype_);
   }
   return maybe_dropout(y, dropout_, is_training());
 }
 
-BlockImpl::BlockImpl(const TransformerConfig& cfg) {
+BlockImpl::BlockImpl(const TransformerConfig& cfg) : dropout_(cfg.dropout) {
   ln1 = register_module("ln1", make_norm(cfg.n_embd));
   attn = register_module("attn", SelfAttention(cfg));
   ln2 = register_module("ln2", make_norm(cfg.n_embd));
@@ -101,6 +110,16 @@ BlockImpl::BlockImpl(const TransformerConfig& cfg) {
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
   auto h = x + attn->forward(ln1->forward(x), mask);
   return h + mlp->forward(ln2->forward(h));
+}
+
+std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward_fused(const torch::Tensor& x, const torch::Tensor& x_normed,
+                                                                 const torch::Tensor& mask,
+                                                                 const torch::nn::LayerNorm& next_norm) {
+  // A branch's output bias moves into the residual add unless dropout comes between them.
+  const bool fold = !(dropout_ > 0 && is_training());
+  auto [h, h_normed] =
+      add_and_norm(x, attn->forward(x_normed, mask, !fold), fold ? attn->proj->bias : torch::Tensor(), ln2);
+  return add_and_norm(h, mlp->forward(h_normed, !fold), fold ? mlp->proj->bias : torch::Tensor(), next_norm);
 }
 
 TransformerImpl::TransformerImpl(const TransformerConfig& cfg) : cfg_(cfg) {
@@ -148,13 +167,17 @@ TransformerOutput TransformerImpl::forward(const torch::Tensor& idx, bool want_h
   auto x = maybe_dropout(wte->forward(idx) + pos, cfg_.dropout, is_training());
   TransformerOutput out;
   if (want_hidden) out.hidden.push_back(x);
-  const auto mask =
-      blocks->is_empty() ? torch::Tensor() : blocks[0]->as<Block>()->attn->attention_mask(key_padding, T);
-  for (const auto& block : *blocks) {
-    x = block->as<Block>()->forward(x, mask);
+  const int64_t n_blocks = int64_t(blocks->size());
+  auto block = [&](int64_t i) { return blocks[i]->as<Block>(); };
+  const auto mask = n_blocks == 0 ? torch::Tensor() : block(0)->attn->attention_mask(key_padding, T);
+  // Each block's residual stream arrives with its LayerNorm already applied: the previous block computed the
+  // norm in the same pass as its last residual add (residual_norm.h).
+  auto normed = n_blocks == 0 ? ln_f->forward(x) : block(0)->ln1->forward(x);
+  for (int64_t i = 0; i < n_blocks; ++i) {
+    std::tie(x, normed) = block(i)->forward_fused(x, normed, mask, i + 1 < n_blocks ? block(i + 1)->ln1 : ln_f);
     if (want_hidden) out.hidden.push_back(x);
   }
-  out.final_hidden = ln_f->forward(x);
+  out.final_hidden = normed;
   // Tied output embedding; the logits are float32 for the loss whatever the product's dtype.
   if (want_logits) out.logits = mixed_linear(out.final_hidden, wte->weight, {}, cfg_.matmul_dtype);
   return out;

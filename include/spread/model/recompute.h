@@ -5,8 +5,14 @@
 // (~40% of a block's activation memory at block 256), for one extra QK^T, softmax and GELU in backward.
 // First-order gradients only (no double backward).
 #include <ATen/core/Tensor.h>
+#include <c10/util/Optional.h>
 
 namespace spread {
+
+// LibTorch's custom autograd functions take an undefined tensor input only as an empty optional.
+inline c10::optional<at::Tensor> optional_input(const at::Tensor& t) {
+  return t.defined() ? c10::optional<at::Tensor>(t) : c10::nullopt;
+}
 
 // softmax(q k^T * scale + mask) for q, k = [B*H, T, D]: [B*H, T, T]. Plain autograd ops (the path used with
 // attention dropout, and by attention_core on both passes). mask as for attention_core.

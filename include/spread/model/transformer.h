@@ -9,6 +9,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
+#include <utility>
 #include <vector>
 
 namespace spread {
@@ -47,7 +48,8 @@ class SelfAttentionImpl : public torch::nn::Module {
  public:
   explicit SelfAttentionImpl(const TransformerConfig& cfg);
   // x: [B, T, C]; mask: attention_mask(...) of this batch, or undefined when nothing is masked.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask = {});
+  // add_proj_bias = false leaves proj's bias out, for a caller that adds it itself (the block's residual add).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask = {}, bool add_proj_bias = true);
   // The additive mask [1 | B, 1, T, T] (0 = attend, -inf = masked) for key_padding ([B, T] bool, true = valid,
   // or undefined) and this module's causality; undefined when nothing is masked. Built once per forward pass
   // and shared by the layers.
@@ -67,7 +69,7 @@ TORCH_MODULE(SelfAttention);
 class MlpImpl : public torch::nn::Module {
  public:
   explicit MlpImpl(const TransformerConfig& cfg);
-  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor forward(const torch::Tensor& x, bool add_proj_bias = true);  // add_proj_bias as SelfAttention's
   torch::nn::Linear fc{nullptr}, proj{nullptr};
 
  private:
@@ -80,10 +82,19 @@ TORCH_MODULE(Mlp);
 class BlockImpl : public torch::nn::Module {
  public:
   explicit BlockImpl(const TransformerConfig& cfg);
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask = {});  // mask as SelfAttention's
+  // x + attn(ln1(x)) + mlp(ln2(...)), module by module; mask as SelfAttention's.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask = {});
+  // The same block as the model runs it: x_normed = ln1(x) (computed by the previous block's last residual add),
+  // and {output, next_norm(output)}, each residual add fused with the LayerNorm after it and the branch's output
+  // bias (model/residual_norm.h). Equal to forward() up to float rounding.
+  std::pair<torch::Tensor, torch::Tensor> forward_fused(const torch::Tensor& x, const torch::Tensor& x_normed,
+                                                        const torch::Tensor& mask, const torch::nn::LayerNorm& next_norm);
   torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
   SelfAttention attn{nullptr};
   Mlp mlp{nullptr};
+
+ private:
+  double dropout_;
 };
 TORCH_MODULE(Block);
 
