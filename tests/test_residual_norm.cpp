@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <functional>
+#include <utility>
 #include <vector>
 
 #include "spread/model/residual_norm.h"
@@ -37,28 +39,33 @@ std::vector<torch::Tensor> leaves(const Inputs& in, torch::ScalarType dtype) {
   return out;
 }
 
-// {h, n, then the gradients of x, a, a_bias, weight, bias} of sum(h * g_h) + sum(n * g_n).
-std::vector<torch::Tensor> fused(const Inputs& in, bool use_h) {
-  auto p = leaves(in, torch::kFloat);
-  auto [h, n] = spread::residual_layer_norm(p[0], p[1], p[2], p[3], p[4], 1e-5);
-  auto loss = (n * in.g_n).sum();
-  if (use_h) loss = loss + (h * in.g_h).sum();
+// {h, n} from the leaves {x, a, a_bias, weight, bias}.
+using Forward = std::function<std::pair<torch::Tensor, torch::Tensor>(const std::vector<torch::Tensor>&)>;
+
+// {h, n, then the gradients of x, a, a_bias, weight, bias} of sum(h * g_h) + sum(n * g_n), in dtype.
+std::vector<torch::Tensor> values_and_grads(const Inputs& in, bool use_h, torch::ScalarType dtype,
+                                            const Forward& forward) {
+  auto p = leaves(in, dtype);
+  auto [h, n] = forward(p);
+  auto loss = (n * in.g_n.to(dtype)).sum();
+  if (use_h) loss = loss + (h * in.g_h.to(dtype)).sum();
   loss.backward();
   std::vector<torch::Tensor> out{h.detach(), n.detach()};
   for (const auto& t : p) out.push_back(t.defined() ? t.grad() : torch::Tensor());
   return out;
 }
 
+std::vector<torch::Tensor> fused(const Inputs& in, bool use_h) {
+  return values_and_grads(in, use_h, torch::kFloat, [](const std::vector<torch::Tensor>& p) {
+    return spread::residual_layer_norm(p[0], p[1], p[2], p[3], p[4], 1e-5);
+  });
+}
+
 std::vector<torch::Tensor> reference(const Inputs& in, bool use_h) {
-  auto p = leaves(in, torch::kDouble);
-  auto h = p[2].defined() ? p[0] + p[1] + p[2] : p[0] + p[1];
-  auto n = torch::layer_norm(h, {h.size(-1)}, p[3], p[4], 1e-5);
-  auto loss = (n * in.g_n.to(torch::kDouble)).sum();
-  if (use_h) loss = loss + (h * in.g_h.to(torch::kDouble)).sum();
-  loss.backward();
-  std::vector<torch::Tensor> out{h.detach(), n.detach()};
-  for (const auto& t : p) out.push_back(t.defined() ? t.grad() : torch::Tensor());
-  return out;
+  return values_and_grads(in, use_h, torch::kDouble, [](const std::vector<torch::Tensor>& p) {
+    auto h = p[2].defined() ? p[0] + p[1] + p[2] : p[0] + p[1];
+    return std::make_pair(h, torch::layer_norm(h, {h.size(-1)}, p[3], p[4], 1e-5));
+  });
 }
 
 void expect_close(const std::vector<torch::Tensor>& got, const std::vector<torch::Tensor>& expected) {
