@@ -24,18 +24,7 @@ SPREAD_VECTOR_CLONES void gelu_loop(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * normal_cdf(x[i]);
 }
 
-// d/dx x Phi(x) = Phi(x) + x phi(x).
-inline float gelu_derivative(float x) {
-  constexpr float kInvSqrt2Pi = 0.398942280401432678f;
-  return normal_cdf(x) + x * kInvSqrt2Pi * exp_nonpositive(-0.5f * x * x);
-}
-
-SPREAD_VECTOR_CLONES void gelu_backward_loop(const float* grad, const float* x, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = grad[i] * gelu_derivative(x[i]);
-}
-
-// The same two loops with a bias added to each row of x first, for a rows x cols block: y = gelu(x + bias), and
-// out = grad * gelu'(x + bias) with out's column sums (the bias gradient) added to column_sum in the same pass.
+// The same loop with a bias added to each row of x first, for a rows x cols block: y = gelu(x + bias).
 SPREAD_VECTOR_CLONES void bias_gelu_rows(const float* x, const float* bias, float* y, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < cols; ++j) {
@@ -44,12 +33,19 @@ SPREAD_VECTOR_CLONES void bias_gelu_rows(const float* x, const float* bias, floa
     }
 }
 
-SPREAD_VECTOR_CLONES void bias_gelu_backward_rows(const float* grad, const float* x, const float* bias, float* out,
-                                                  float* column_sum, int64_t rows, int64_t cols) {
+// Backward's pass over a rows x cols block, with v = x + bias: the recomputed activation y = v Phi(v) (for dW)
+// and out = grad * (Phi(v) + v phi(v)) (dL/dx), whose column sums (the bias gradient) are added to column_sum.
+// One evaluation of Phi(v) serves both.
+SPREAD_VECTOR_CLONES void bias_gelu_and_backward_rows(const float* grad, const float* x, const float* bias, float* y,
+                                                      float* out, float* column_sum, int64_t rows, int64_t cols) {
+  constexpr float kInvSqrt2Pi = 0.398942280401432678f;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < cols; ++j) {
       const int64_t i = r * cols + j;
-      out[i] = grad[i] * gelu_derivative(x[i] + bias[j]);
+      const float v = x[i] + bias[j];
+      const float cdf = normal_cdf(v);
+      y[i] = v * cdf;
+      out[i] = grad[i] * (cdf + v * kInvSqrt2Pi * exp_nonpositive(-0.5f * v * v));
       column_sum[j] += out[i];
     }
 }
@@ -73,26 +69,35 @@ at::Tensor bias_gelu(const at::Tensor& h, const at::Tensor& bias) {
   return y;
 }
 
-// {grad * gelu'(h + bias), its sum over every dimension but the last (the bias gradient)}.
-std::pair<at::Tensor, at::Tensor> bias_gelu_backward(const at::Tensor& grad, const at::Tensor& h,
-                                                     const at::Tensor& bias) {
-  if (!own_gelu_applies(h) || !own_gelu_applies(bias) || !own_gelu_applies(grad)) {
-    auto grad_h = at::gelu_backward(grad, h + bias);
-    return {grad_h, grad_h.reshape({-1, bias.numel()}).sum(0)};
+struct GeluBackward {
+  at::Tensor activation;  // gelu(h + bias), recomputed
+  at::Tensor grad_h;      // grad * gelu'(h + bias)
+  at::Tensor grad_bias;   // grad_h summed over every dimension but the last
+};
+
+// The GELU node's backward pass in one loop (bias_gelu_and_backward_rows); bias may be undefined (then treated as
+// zero, and grad_bias is not needed).
+GeluBackward gelu_and_backward(const at::Tensor& grad, const at::Tensor& h, const at::Tensor& bias) {
+  const int64_t cols = h.size(-1), rows = h.numel() / cols;
+  if (!own_gelu_applies(h) || !own_gelu_applies(grad) || (bias.defined() && !own_gelu_applies(bias))) {
+    const at::Tensor x = bias.defined() ? h + bias : h;
+    auto grad_h = at::gelu_backward(grad, x);
+    return {at::gelu(x), grad_h, grad_h.reshape({rows, cols}).sum(0)};
   }
-  const int64_t cols = bias.numel(), rows = h.numel() / cols;
+  const at::Tensor b = bias.defined() ? bias : at::zeros({cols}, h.options());
   const int64_t chunks = (rows + kBiasRowsPerChunk - 1) / kBiasRowsPerChunk;
-  auto grad_h = at::empty_like(h);
-  auto partial = at::zeros({chunks, cols}, bias.options());  // one row of column sums per chunk
-  const float *g = grad.data_ptr<float>(), *x = h.data_ptr<float>(), *b = bias.data_ptr<float>();
-  float *out = grad_h.data_ptr<float>(), *sums = partial.data_ptr<float>();
+  auto activation = at::empty_like(h), grad_h = at::empty_like(h);
+  auto partial = at::zeros({chunks, cols}, h.options());  // one row of column sums per chunk
+  const float *g = grad.data_ptr<float>(), *x = h.data_ptr<float>(), *bias_data = b.data_ptr<float>();
+  float *y = activation.data_ptr<float>(), *out = grad_h.data_ptr<float>(), *sums = partial.data_ptr<float>();
   at::parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
-      const int64_t r0 = c * kBiasRowsPerChunk, r1 = std::min(rows, r0 + kBiasRowsPerChunk);
-      bias_gelu_backward_rows(g + r0 * cols, x + r0 * cols, b, out + r0 * cols, sums + c * cols, r1 - r0, cols);
+      const int64_t r0 = c * kBiasRowsPerChunk, r1 = std::min(rows, r0 + kBiasRowsPerChunk), at_row = r0 * cols;
+      bias_gelu_and_backward_rows(g + at_row, x + at_row, bias_data, y + at_row, out + at_row, sums + c * cols,
+                                  r1 - r0, cols);
     }
   });
-  return {grad_h, partial.sum(0)};
+  return {activation, grad_h, partial.sum(0)};
 }
 
 at::Tensor exact_gelu(const at::Tensor& x) {
@@ -102,15 +107,6 @@ at::Tensor exact_gelu(const at::Tensor& x) {
   float* out = y.data_ptr<float>();
   at::parallel_for(0, x.numel(), 16384, [&](int64_t b, int64_t e) { gelu_loop(in + b, out + b, e - b); });
   return y;
-}
-
-at::Tensor exact_gelu_backward(const at::Tensor& grad, const at::Tensor& x) {
-  if (!own_gelu_applies(x) || !own_gelu_applies(grad)) return at::gelu_backward(grad, x);
-  auto out = at::empty_like(x);
-  const float *g = grad.data_ptr<float>(), *in = x.data_ptr<float>();
-  float* o = out.data_ptr<float>();
-  at::parallel_for(0, x.numel(), 16384, [&](int64_t b, int64_t e) { gelu_backward_loop(g + b, in + b, o + b, e - b); });
-  return out;
 }
 
 struct AttentionCore : torch::autograd::Function<AttentionCore> {
@@ -173,20 +169,16 @@ struct GeluLinear : torch::autograd::Function<GeluLinear> {
     auto grad_out = grads[0].reshape({-1, n_out});
     at::Tensor grad_bias = ctx->saved_data["has_bias"].toBool() ? grad_out.sum(0) : at::Tensor();
     const auto low = static_cast<at::ScalarType>(ctx->saved_data["matmul_dtype"].toInt());
-    const at::Tensor a = activation(h, h_bias).reshape({-1, n_in});
-    at::Tensor grad_weight, grad_a;
-    if (low != h.scalar_type()) {
-      // The same two products in bf16 (float32 accumulation); the bias gradients stay float32.
-      auto grad_low = grad_out.to(low);
-      grad_weight = grad_low.t().mm(a.to(low)).to(weight.scalar_type());
-      grad_a = grad_low.mm(weight.to(low)).to(h.scalar_type()).view(h.sizes());
-    } else {
-      grad_weight = grad_out.t().mm(a);
-      grad_a = grad_out.mm(weight).view(h.sizes());
-    }
-    if (!h_bias.defined()) return {exact_gelu_backward(grad_a, h), at::Tensor(), grad_weight, grad_bias, at::Tensor()};
-    auto [grad_h, grad_h_bias] = bias_gelu_backward(grad_a, h, h_bias);
-    return {grad_h, grad_h_bias, grad_weight, grad_bias, at::Tensor()};
+    const bool mixed = low != h.scalar_type();  // the two products in bf16 (float32 accumulation)
+    const at::Tensor grad_low = mixed ? grad_out.to(low) : grad_out;
+    // dL/da first, so that one loop both recomputes the activation a (for dW) and turns dL/da into dL/dh.
+    at::Tensor grad_a = grad_low.mm(mixed ? weight.to(low) : weight);
+    if (mixed) grad_a = grad_a.to(h.scalar_type());
+    GeluBackward g = gelu_and_backward(grad_a.view(h.sizes()), h, h_bias);
+    const at::Tensor a = g.activation.reshape({-1, n_in});
+    const at::Tensor grad_weight =
+        mixed ? grad_low.t().mm(a.to(low)).to(weight.scalar_type()) : grad_low.t().mm(a);
+    return {g.grad_h, h_bias.defined() ? g.grad_bias : at::Tensor(), grad_weight, grad_bias, at::Tensor()};
   }
 
   static at::Tensor activation(const at::Tensor& h, const at::Tensor& h_bias) {
