@@ -36,8 +36,10 @@ SPREAD_VECTOR_CLONES void bias_gelu_rows(const float* x, const float* bias, floa
 // Backward's pass over a rows x cols block, with v = x + bias: the recomputed activation y = v Phi(v) (for dW)
 // and out = grad * (Phi(v) + v phi(v)) (dL/dx), whose column sums (the bias gradient) are added to column_sum.
 // One evaluation of Phi(v) serves both.
-SPREAD_VECTOR_CLONES void bias_gelu_and_backward_rows(const float* grad, const float* x, const float* bias, float* y,
-                                                      float* out, float* column_sum, int64_t rows, int64_t cols) {
+SPREAD_VECTOR_CLONES void bias_gelu_and_backward_rows(const float* __restrict grad, const float* __restrict x,
+                                                      const float* __restrict bias, float* __restrict y,
+                                                      float* __restrict out, float* __restrict column_sum, int64_t rows,
+                                                      int64_t cols) {
   constexpr float kInvSqrt2Pi = 0.398942280401432678f;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < cols; ++j) {
