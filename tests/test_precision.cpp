@@ -15,6 +15,7 @@
 #include "spread/log/metrics_log.h"
 #include "spread/model/recompute.h"
 #include "spread/model/transformer.h"
+#include "spread/runtime/blas.h"
 #include "spread/runtime/precision.h"
 #include "spread/train/checkpoint.h"
 #include "spread/train/trainer.h"
@@ -212,6 +213,25 @@ TEST(Precision, Bf16IsUsedWhereTheCpuHasItAndItIsFaster) {
   }
   EXPECT_GT(plan.fp32_gflops, 0);
   EXPECT_EQ(plan.used == "bf16", plan.bf16_gflops > plan.fp32_gflops) << plan.reason;
+}
+
+// The speed check times its products on one thread (so that other work on the machine cannot decide it) and gives
+// the run back the thread counts it had, LibTorch's and OpenBLAS's.
+TEST(Precision, TheSpeedCheckRunsOnOneThreadAndRestoresBothThreadCounts) {
+  const int before = at::get_num_threads();
+  at::set_num_threads(2);
+  const spread::BlasInfo blas = spread::blas_info();
+  {
+    const spread::SingleThreaded one_thread;
+    EXPECT_EQ(at::get_num_threads(), 1);
+    if (blas.library == "OpenBLAS") EXPECT_EQ(spread::blas_info().blas_threads, 1);
+  }
+  EXPECT_EQ(at::get_num_threads(), 2);
+  EXPECT_EQ(spread::blas_info().blas_threads, blas.blas_threads);
+  spread::plan_precision("bf16", torch::kCPU);
+  EXPECT_EQ(at::get_num_threads(), 2);
+  EXPECT_EQ(spread::blas_info().blas_threads, blas.blas_threads);
+  at::set_num_threads(before);
 }
 
 namespace {

@@ -103,4 +103,16 @@ ThreadPlan apply_threads(int64_t requested) {
   return plan;
 }
 
+SingleThreaded::SingleThreaded() : intra_op_(at::get_num_threads()) {
+  if (auto get = openblas_symbol<int (*)()>("openblas_get_num_threads")) blas_ = get();
+  at::set_num_threads(1);
+  if (auto set = openblas_symbol<void (*)(int)>("openblas_set_num_threads")) set(1);
+}
+
+SingleThreaded::~SingleThreaded() {
+  at::set_num_threads(intra_op_);
+  if (blas_ <= 0) return;
+  if (auto set = openblas_symbol<void (*)(int)>("openblas_set_num_threads")) set(blas_);
+}
+
 }  // namespace spread

@@ -1,5 +1,7 @@
 #include "spread/runtime/precision.h"
 
+#include "spread/runtime/blas.h"
+
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
@@ -18,21 +20,37 @@ bool forced_off() {
   return v != nullptr && std::string(v) != "" && std::string(v) != "0";
 }
 
-// Best of a few runs of a [m, k] x [k, n] product in `dtype`, in GFLOP/s. The shape is one of shape B's linear
-// layers at a quarter of its rows (~0.1 GFLOP): long enough to time, ~10-30 ms in all.
-double product_gflops(at::ScalarType dtype) {
+struct ProductRates {
+  double fp32_gflops = 0, bf16_gflops = 0;
+};
+
+double seconds_of_product(const at::Tensor& a, const at::Tensor& b) {
+  const auto start = std::chrono::steady_clock::now();
+  at::mm(a, b);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The best of several timings of one [m, k] x [k, n] product in float32 and in bf16, in GFLOP/s of one thread. The
+// shape is one of shape B's linear layers at a quarter of its rows (~0.45 GFLOP). On one thread and in turn, so that
+// other work on the machine cannot decide: on two threads, beside other processes, each parallel region waited for
+// a scheduler time slice, the short bf16 product (oneDNN runs more regions per call than OpenBLAS) was clocked at a
+// 30th of its speed, below float32, and runs fell back to float32.
+ProductRates time_products() {
+  const SingleThreaded one_thread;
   const int64_t m = 512, k = 384, n = 1152;
   // Fixed values, not random ones: the check must not draw from the generator that training's dropout uses.
-  auto a = at::linspace(-1.0, 1.0, m * k).view({m, k}).to(dtype);
-  auto b = at::linspace(1.0, -1.0, k * n).view({k, n}).to(dtype);
-  at::mm(a, b);  // first call: oneDNN builds its kernel
-  double best = 1e30;
-  for (int rep = 0; rep < 4; ++rep) {
-    const auto start = std::chrono::steady_clock::now();
-    at::mm(a, b);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  auto a = at::linspace(-1.0, 1.0, m * k).view({m, k});
+  auto b = at::linspace(1.0, -1.0, k * n).view({k, n});
+  auto a16 = a.to(at::kBFloat16), b16 = b.to(at::kBFloat16);
+  at::mm(a, b);  // first calls: oneDNN builds its kernel, OpenBLAS starts its threads
+  at::mm(a16, b16);
+  double best32 = 1e30, best16 = 1e30;
+  for (int round = 0; round < 8; ++round) {
+    best32 = std::min(best32, seconds_of_product(a, b));
+    best16 = std::min(best16, seconds_of_product(a16, b16));
   }
-  return 2.0 * double(m) * double(k) * double(n) / best / 1e9;
+  const double gflop = 2.0 * double(m) * double(k) * double(n) / 1e9;
+  return {gflop / best32, gflop / best16};
 }
 
 }  // namespace
@@ -69,8 +87,9 @@ PrecisionPlan plan_precision(const std::string& requested, const c10::Device& de
     plan.reason = "the CPU has neither avx512_bf16 nor amx_bf16";
     return plan;
   }
-  plan.fp32_gflops = product_gflops(at::kFloat);
-  plan.bf16_gflops = product_gflops(at::kBFloat16);
+  const ProductRates rates = time_products();
+  plan.fp32_gflops = rates.fp32_gflops;
+  plan.bf16_gflops = rates.bf16_gflops;
   if (plan.bf16_gflops <= plan.fp32_gflops) {
     plan.reason = fmt::format("a bf16 product ran at {:.0f} GFLOP/s, not faster than float32's {:.0f}",
                               plan.bf16_gflops, plan.fp32_gflops);

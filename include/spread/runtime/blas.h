@@ -33,4 +33,18 @@ struct ThreadPlan {
 // with MKL) both use all cores. requested = N: both get N.
 ThreadPlan apply_threads(int64_t requested);
 
+// While it lives, LibTorch's operators and OpenBLAS run on one thread; the two thread counts are restored after.
+// For timings that must not depend on other work on the machine: with two threads, every parallel region waits
+// until both are scheduled.
+class SingleThreaded {
+ public:
+  SingleThreaded();
+  ~SingleThreaded();
+  SingleThreaded(const SingleThreaded&) = delete;
+  SingleThreaded& operator=(const SingleThreaded&) = delete;
+
+ private:
+  int intra_op_ = 1, blas_ = 0;  // blas_ = 0: no OpenBLAS thread count to restore
+};
+
 }  // namespace spread
