@@ -91,13 +91,13 @@ PrecisionPlan plan_precision(const std::string& requested, const c10::Device& de
   plan.fp32_gflops = rates.fp32_gflops;
   plan.bf16_gflops = rates.bf16_gflops;
   if (plan.bf16_gflops <= plan.fp32_gflops) {
-    plan.reason = fmt::format("a bf16 product ran at {:.0f} GFLOP/s, not faster than float32's {:.0f}",
+    plan.reason = fmt::format("a bf16 product ran at {:.0f} GFLOP/s on one thread, not faster than float32's {:.0f}",
                               plan.bf16_gflops, plan.fp32_gflops);
     return plan;
   }
   plan.used = "bf16";
-  plan.reason = fmt::format("CPU flags {}; a bf16 product ran at {:.0f} GFLOP/s against float32's {:.0f}",
-                            plan.cpu_flags, plan.bf16_gflops, plan.fp32_gflops);
+  plan.reason = fmt::format("CPU flags {}; a bf16 product ran at {:.0f} GFLOP/s on one thread against float32's "
+                            "{:.0f}", plan.cpu_flags, plan.bf16_gflops, plan.fp32_gflops);
   return plan;
 }
 

@@ -1,9 +1,10 @@
 #pragma once
 // What runs in bf16 under train.precision = "bf16", decided once at the start of a run.
 // On CPU, bf16 is used only where it pays: the CPU flags name a bf16 instruction set (avx512_bf16 or amx_bf16,
-// which LibTorch 1.13's oneDNN uses for bf16 mm/addmm/bmm) AND one small bf16 product, timed in turn with the same
-// product in float32 (the best of 8 timings each), is faster. Otherwise the run falls back to float32 with a one-line warning: LibTorch would
-// emulate bf16 products on a CPU without those instructions, several times slower than float32.
+// which LibTorch 1.13's oneDNN uses for bf16 mm/addmm/bmm) AND one small bf16 product, timed on one thread in turn
+// with the same product in float32 (the best of 8 timings each), is faster. Otherwise the run falls back to float32
+// with a one-line warning: LibTorch would emulate bf16 products on a CPU without those instructions, several times
+// slower than float32.
 // SPREAD_FORCE_NO_BF16=1 in the environment forces the fallback (tests, or to compare on one machine).
 // On CUDA bf16 is taken as requested (no check here).
 //
