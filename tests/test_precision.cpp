@@ -219,7 +219,7 @@ TEST(Precision, Bf16IsUsedWhereTheCpuHasItAndItIsFaster) {
 // the run back the thread counts it had, LibTorch's and OpenBLAS's.
 TEST(Precision, TheSpeedCheckRunsOnOneThreadAndRestoresBothThreadCounts) {
   const int before = at::get_num_threads();
-  at::set_num_threads(2);
+  spread::apply_threads(2);  // both counts, so that an earlier test's OpenBLAS count cannot linger
   const spread::BlasInfo blas = spread::blas_info();
   {
     const spread::SingleThreaded one_thread;
@@ -231,7 +231,7 @@ TEST(Precision, TheSpeedCheckRunsOnOneThreadAndRestoresBothThreadCounts) {
   spread::plan_precision("bf16", torch::kCPU);
   EXPECT_EQ(at::get_num_threads(), 2);
   EXPECT_EQ(spread::blas_info().blas_threads, blas.blas_threads);
-  at::set_num_threads(before);
+  spread::apply_threads(before);
 }
 
 namespace {

@@ -74,17 +74,17 @@ at::Tensor bias_gelu(const at::Tensor& h, const at::Tensor& bias) {
 struct GeluBackward {
   at::Tensor activation;  // gelu(h + bias), recomputed
   at::Tensor grad_h;      // grad * gelu'(h + bias)
-  at::Tensor grad_bias;   // grad_h summed over every dimension but the last
+  at::Tensor grad_bias;   // grad_h summed over every dimension but the last; undefined without a bias
 };
 
 // The GELU node's backward pass in one loop (bias_gelu_and_backward_rows); bias may be undefined (then treated as
-// zero, and grad_bias is not needed).
+// zero).
 GeluBackward gelu_and_backward(const at::Tensor& grad, const at::Tensor& h, const at::Tensor& bias) {
   const int64_t cols = h.size(-1), rows = h.numel() / cols;
   if (!own_gelu_applies(h) || !own_gelu_applies(grad) || (bias.defined() && !own_gelu_applies(bias))) {
     const at::Tensor x = bias.defined() ? h + bias : h;
     auto grad_h = at::gelu_backward(grad, x);
-    return {at::gelu(x), grad_h, grad_h.reshape({rows, cols}).sum(0)};
+    return {at::gelu(x), grad_h, bias.defined() ? grad_h.reshape({rows, cols}).sum(0) : at::Tensor()};
   }
   const at::Tensor b = bias.defined() ? bias : at::zeros({cols}, h.options());
   const int64_t chunks = (rows + kBiasRowsPerChunk - 1) / kBiasRowsPerChunk;
@@ -99,7 +99,7 @@ GeluBackward gelu_and_backward(const at::Tensor& grad, const at::Tensor& h, cons
                                   r1 - r0, cols);
     }
   });
-  return {activation, grad_h, partial.sum(0)};
+  return {activation, grad_h, bias.defined() ? partial.sum(0) : at::Tensor()};
 }
 
 at::Tensor exact_gelu(const at::Tensor& x) {
@@ -180,7 +180,7 @@ struct GeluLinear : torch::autograd::Function<GeluLinear> {
     const at::Tensor a = g.activation.reshape({-1, n_in});
     const at::Tensor grad_weight =
         mixed ? grad_low.t().mm(a.to(low)).to(weight.scalar_type()) : grad_low.t().mm(a);
-    return {g.grad_h, h_bias.defined() ? g.grad_bias : at::Tensor(), grad_weight, grad_bias, at::Tensor()};
+    return {g.grad_h, g.grad_bias, grad_weight, grad_bias, at::Tensor()};
   }
 
   static at::Tensor activation(const at::Tensor& h, const at::Tensor& h_bias) {

@@ -91,28 +91,32 @@ BlasInfo blas_info() {
   return info;
 }
 
+namespace {
+
+void set_thread_counts(const ThreadPlan& plan) {
+  at::set_num_threads(plan.intra_op);
+  // With OpenMP OpenBLAS this also sets the shared pool (omp_set_num_threads), so both numbers must agree there.
+  if (auto set = openblas_symbol<void (*)(int)>("openblas_set_num_threads")) set(plan.blas);
+}
+
+}  // namespace
+
 ThreadPlan apply_threads(int64_t requested) {
   int cores = int(std::max(1u, std::thread::hardware_concurrency()));
   ThreadPlan plan;
   if (requested > 0) plan = {int(requested), int(requested)};
   else if (threading_name() == "pthread") plan = {1, cores};
   else plan = {cores, cores};
-  at::set_num_threads(plan.intra_op);
-  // With OpenMP OpenBLAS this also sets the shared pool (omp_set_num_threads), so both numbers must agree there.
-  if (auto set = openblas_symbol<void (*)(int)>("openblas_set_num_threads")) set(plan.blas);
+  set_thread_counts(plan);
   return plan;
 }
 
-SingleThreaded::SingleThreaded() : intra_op_(at::get_num_threads()) {
-  if (auto get = openblas_symbol<int (*)()>("openblas_get_num_threads")) blas_ = get();
-  at::set_num_threads(1);
-  if (auto set = openblas_symbol<void (*)(int)>("openblas_set_num_threads")) set(1);
+SingleThreaded::SingleThreaded() {
+  saved_.intra_op = at::get_num_threads();
+  if (auto get = openblas_symbol<int (*)()>("openblas_get_num_threads")) saved_.blas = get();
+  set_thread_counts({1, 1});
 }
 
-SingleThreaded::~SingleThreaded() {
-  at::set_num_threads(intra_op_);
-  if (blas_ <= 0) return;
-  if (auto set = openblas_symbol<void (*)(int)>("openblas_set_num_threads")) set(blas_);
-}
+SingleThreaded::~SingleThreaded() { set_thread_counts(saved_); }
 
 }  // namespace spread

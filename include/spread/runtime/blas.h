@@ -44,7 +44,7 @@ class SingleThreaded {
   SingleThreaded& operator=(const SingleThreaded&) = delete;
 
  private:
-  int intra_op_ = 1, blas_ = 0;  // blas_ = 0: no OpenBLAS thread count to restore
+  ThreadPlan saved_;  // the counts to restore (blas is not set where OpenBLAS is absent)
 };
 
 }  // namespace spread
