@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages spread needs, only those missing. `--optional` adds chromium (report browser test)
-# and nodejs + npm (the check of exported tokenizer.json files).
+# and ccache (rebuilds of a fresh clone reuse earlier compiles).
 set -euo pipefail
 
 required=(build-essential cmake pkg-config libtorch-dev libsentencepiece-dev libeigen3-dev libfmt-dev
           libcxxopts-dev libtomlplusplus-dev nlohmann-json3-dev zlib1g-dev libgtest-dev libgloo-dev
           libopenblas0-pthread libopenblas0-openmp libjemalloc-dev wordnet-base
           python3-torch python3-numpy)
-optional=(chromium nodejs npm)
+optional=(chromium ccache python3-venv)
 
 wanted=("${required[@]}")
 [[ "${1:-}" == "--optional" ]] && wanted+=("${optional[@]}")
