@@ -82,11 +82,14 @@ TEST_F(DispersionTermLayers, LastBeforeTheNormWhenAsked) {
   expect_same(spread::DispersionTerm(layers("last", false), kLayers).states(out), {blocks.back()});
 }
 
-TEST_F(DispersionTermLayers, AllIsTheEmbeddingOutputAndEveryBlock) {
-  std::vector<torch::Tensor> expected(blocks.begin(), blocks.end() - 1);
+TEST_F(DispersionTermLayers, AllIsEveryBlockWithoutTheEmbeddingOutput) {
+  const std::vector<torch::Tensor> every_block(blocks.begin() + 1, blocks.end());
+  std::vector<torch::Tensor> expected(every_block.begin(), every_block.end() - 1);
   expected.push_back(normed_last);
   expect_same(spread::DispersionTerm(layers("all", true), kLayers).states(out), expected);
-  expect_same(spread::DispersionTerm(layers("all", false), kLayers).states(out), blocks);
+  expect_same(spread::DispersionTerm(layers("all", false), kLayers).states(out), every_block);
+  // A list still names the embedding output as 0.
+  expect_same(spread::DispersionTerm(layers("list", false, {0}), kLayers).states(out), {blocks[0]});
 }
 
 TEST_F(DispersionTermLayers, ListPicksTheGivenLayers) {

@@ -692,3 +692,35 @@ TEST(Diagnose, FinalIsTheNormedStateWhoseMeanIsThePooledEmbeddingAndLastIsTheLas
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.output.find("--layers"), std::string::npos) << bad.output;
 }
+
+// Validation batches of the contrastive task: 4 topics of 10 consecutive examples in file order, examples 0 and 1
+// sharing their positive. File-order batches of 8 would be one topic each and hold that repeated text.
+TEST(ContrastiveValidation, BatchesMixTopicsRepeatNoTextAndAreTheSameEveryTime) {
+  std::vector<spread::PairExample> val;
+  for (int topic = 0; topic < 4; ++topic)
+    for (int i = 0; i < 10; ++i)
+      val.push_back({fmt::format("t{} anchor {}", topic, i), fmt::format("t{} positive {}", topic, i), {}});
+  val[1].positive = val[0].positive;
+  const auto batches = spread::validation_batches(val, 8, 100);
+  ASSERT_EQ(batches.size(), 5u);  // the set fills 40 / 8 batches once
+  std::set<int64_t> seen;
+  bool some_batch_mixes_topics = false;
+  for (const auto& batch : batches) {
+    EXPECT_EQ(batch.size(), 8u);
+    std::set<std::string> texts;
+    std::set<int64_t> topics;
+    for (int64_t i : batch) {
+      seen.insert(i);
+      EXPECT_TRUE(texts.insert(val[size_t(i)].anchor).second);
+      EXPECT_TRUE(texts.insert(val[size_t(i)].positive).second) << "a text twice in one batch";
+      topics.insert(i / 10);
+    }
+    some_batch_mixes_topics |= topics.size() > 1;
+  }
+  EXPECT_TRUE(some_batch_mixes_topics);
+  // One walk of a permutation: an example skipped for its repeated text may come back in the next batch.
+  EXPECT_GE(seen.size(), 36u);
+  EXPECT_EQ(spread::validation_batches(val, 8, 100), batches);
+  EXPECT_EQ(spread::validation_batches(val, 8, 2).size(), 2u);  // eval_batches caps them
+  EXPECT_TRUE(spread::validation_batches({val[0]}, 8, 100).empty());
+}

@@ -6,7 +6,7 @@ namespace spread {
 
 DispersionTerm::DispersionTerm(const DispersionConfig& config, int64_t n_layer) : config_(config) {
   if (config.layers_mode == "all") {
-    for (int64_t i = 0; i <= n_layer; ++i) layers_.push_back(i);
+    for (int64_t i = 1; i <= n_layer; ++i) layers_.push_back(i);
   } else if (config.layers_mode == "list") {
     layers_ = config.layers;
   } else {

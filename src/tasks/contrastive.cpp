@@ -10,6 +10,10 @@
 namespace spread {
 namespace {
 
+// validation_batches' seed: fixed, not run.seed, so that runs of different seeds are scored on one set of batches
+// (paired comparisons across seeds and arms).
+constexpr uint64_t kValidationSeed = 0x5eed'0000'0000'0001ULL;
+
 using Seqs = std::vector<const std::vector<int32_t>*>;
 
 torch::Tensor embed_group(Transformer& model, const Seqs& seqs, const ContrastiveStepOptions& opt) {
@@ -109,6 +113,7 @@ ContrastiveTask::ContrastiveTask(const Recipe& recipe, const std::string& run_di
   train_ = index_examples(pairs.train);
   val_ = index_examples(pairs.val);
   sampler_ = std::make_unique<PairBatchSampler>(pairs.train, uint64_t(recipe.run.seed));
+  val_batches_ = validation_batches(pairs.val, recipe.train.batch_size, recipe.train.eval_batches);
   note(fmt::format("data: {} train / {} val pairs, {} hard negative(s) each, {} distinct texts of at most {} tokens",
                    train_.size(), val_.size(), train_.front().negatives.size(), texts_->size(), text_length(recipe)));
   step_options_.loss = {c.temperature, c.symmetric, c.matryoshka_dims};
@@ -170,16 +175,26 @@ MicroStepLoss ContrastiveTask::micro_step(Transformer& model, int64_t step, int6
   return {loss, {{"contrastive", loss}}};
 }
 
+std::vector<std::vector<int64_t>> validation_batches(const std::vector<PairExample>& val, int64_t batch_size,
+                                                     int64_t max_batches) {
+  if (val.size() < 2) return {};
+  const PairBatchSampler sampler(val, kValidationSeed);
+  const auto n = std::min(max_batches, std::max<int64_t>(1, int64_t(val.size()) / batch_size));
+  std::vector<std::vector<int64_t>> batches;
+  for (int64_t k = 0; k < n; ++k) {
+    auto picked = sampler.sample(batch_size, uint64_t(k), 0, 1);
+    if (picked.size() >= 2) batches.push_back(std::move(picked));
+  }
+  return batches;
+}
+
 Evaluation ContrastiveTask::evaluate(Transformer& model) {
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();
   model->eval();
   double sum = 0;
   int64_t batches = 0;
-  const auto b = recipe_.train.batch_size;
-  for (int64_t first = 0; first + 1 < int64_t(val_.size()) && batches < recipe_.train.eval_batches; first += b) {
-    std::vector<int64_t> picked;
-    for (int64_t i = first; i < std::min<int64_t>(first + b, int64_t(val_.size())); ++i) picked.push_back(i);
+  for (const auto& picked : val_batches_) {
     ContrastiveBatch batch = make_batch(val_, picked);
     sum += nce(embed_group(model, batch.anchors, step_options_), embed_group(model, batch.candidates, step_options_),
                batch, step_options_).item<double>();

@@ -43,6 +43,14 @@ struct ContrastiveStepOptions {
 // equals that of one graph over the same chunks, at the memory of one chunk's graph.
 double contrastive_backward(Transformer& model, const ContrastiveBatch& batch, const ContrastiveStepOptions& opt);
 
+// The validation batches (indices into `val`): drawn as training batches are (data/pairs.h's PairBatchSampler: no
+// text twice in a batch, topics mixed) from one fixed seed for every run, so every evaluation and every run on the
+// same data scores the same batches; as many as fill the set once (at least one), at most max_batches; none
+// with fewer than two examples (one example has no negative). In file order, as before, they were topically
+// uniform, and validation InfoNCE meant something else than training's.
+std::vector<std::vector<int64_t>> validation_batches(const std::vector<PairExample>& val, int64_t batch_size,
+                                                     int64_t max_batches);
+
 class ContrastiveTask : public TrainingTask {
  public:
   ContrastiveTask(const Recipe& recipe, const std::string& run_dir, torch::Device device, const Note& note,
@@ -75,6 +83,7 @@ class ContrastiveTask : public TrainingTask {
   std::unique_ptr<TextTable> texts_;  // tokenised distinct texts
   std::vector<Example> train_, val_;
   std::unique_ptr<PairBatchSampler> sampler_;
+  std::vector<std::vector<int64_t>> val_batches_;
   ContrastiveStepOptions step_options_;
   EncoderEvaluations evaluations_;
 };
