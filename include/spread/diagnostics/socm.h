@@ -47,6 +47,10 @@ struct SocmOptions {
   uint64_t seed = 0;              // seed of the pair sample
   int threads = 0;                // worker threads over pairs; 0 = all hardware threads
   SocmSolver solver = SocmSolver::kAuto;
+  // Tiles of the all-pairs GEMM (socm_pairs): rows of first texts per product and partner columns per product.
+  // The defaults suit the cache and the BLAS; tests set small ones to cross every tile boundary.
+  int64_t block_rows = 512;
+  int64_t chunk_columns = 4096;
 };
 
 // One text reduced for pairwise work.
