@@ -567,6 +567,69 @@ TEST(Socm, TrainerMeansMatchBruteForceAndSkipEmptyLists) {
   EXPECT_TRUE(std::isnan(none.socm));
 }
 
+// ---- the blocked all-pairs path ----------------------------------------------------------------------------------
+
+// An independent float64 reference for the blocked path: per pair, the n1 x n2 cross matrix Xc1 Xc2^T / sqrt(n1 n2)
+// of the centred, normalised lists, its singular values by one-sided Jacobi (no thin basis, no Gram matrix, no GEMM
+// tiling), and the traces as squared Frobenius norms (SPEC.md 1.3).
+SocmPair jacobi_reference(const MatrixXd& x1, const MatrixXd& x2) {
+  auto centred = [](const MatrixXd& x, Eigen::VectorXd& mean) {
+    Eigen::RowVectorXd mu = x.colwise().mean();
+    const double scale = 1.0 / (mu.norm() + 1e-12);
+    mean = (mu * scale).transpose();
+    return MatrixXd((x.rowwise() - mu) * (scale / std::sqrt(double(x.rows()))));
+  };
+  Eigen::VectorXd mu1, mu2;
+  const MatrixXd f1 = centred(x1, mu1), f2 = centred(x2, mu2);
+  const double nuclear = Eigen::JacobiSVD<MatrixXd>(f1 * f2.transpose()).singularValues().sum();
+  SocmPair p;
+  p.d_mu = (mu1 - mu2).squaredNorm() / 4;
+  p.d_sigma = std::max(0.0, f1.squaredNorm() + f2.squaredNorm() - 2 * nuclear) / 4;
+  p.socm = (1 - p.d_mu) * p.d_sigma;
+  return p;
+}
+
+// Lists of 1..40 tokens at one width: fewer and more tokens than the width, rank-deficient ones (rank 3 among
+// many tokens, repeated tokens) and a duplicated text.
+std::vector<MatrixXd> mixed_lists(Gen& g, Eigen::Index d, int count) {
+  std::vector<MatrixXd> lists;
+  for (int i = 0; i < count; ++i) {
+    const Eigen::Index n = 1 + (i * 13) % 40;
+    if (i % 5 == 2) lists.push_back(g.low_rank(n + 6, d, std::min<Eigen::Index>(3, d)));
+    else if (i % 7 == 4) lists.push_back(MatrixXd(g.list(4, d)).replicate(3, 1));  // 12 tokens, 4 distinct
+    else lists.push_back(g.list(n, d, 0.3 + 0.1 * (i % 4)));
+  }
+  lists.push_back(lists[1]);
+  return lists;
+}
+
+TEST(Socm, BlockedPairsEqualAJacobiSvdOfEachCrossMatrix) {
+  Gen g(31);
+  for (const Eigen::Index d : {3, 17, 72}) {
+    const auto lists = mixed_lists(g, d, 24);
+    std::vector<spread::SocmText> texts;
+    for (const auto& x : lists) texts.push_back(spread::socm_prepare(x));
+    // Small tiles, so that rows and partner columns are split into several blocks and chunks; all pairs take the
+    // dense blocks, a sample of 40 pairs the gathered runs.
+    for (const int64_t sample : {int64_t(0), int64_t(40)}) {
+      SocmOptions opt;
+      opt.block_rows = 30;
+      opt.chunk_columns = 45;
+      opt.threads = 2;
+      const auto pairs = spread::socm_pair_list(int64_t(texts.size()), sample, 5);
+      const auto got = spread::socm_pairs(texts, pairs, opt);
+      const auto by_default_tiles = spread::socm_pairs(texts, pairs);
+      ASSERT_EQ(got.size(), pairs.size());
+      for (size_t k = 0; k < pairs.size(); ++k) {
+        const auto [i, j] = pairs[k];
+        const std::string what = fmt::format("d={} sample={} pair ({}, {})", d, sample, i, j);
+        expect_near_pair(got[k], jacobi_reference(lists[i], lists[j]), 1e-12, what);
+        expect_near_pair(by_default_tiles[k], got[k], 1e-13, what + " default tiles");
+      }
+    }
+  }
+}
+
 // ---- the report and the CLI ---------------------------------------------------------------------------------------
 
 namespace {

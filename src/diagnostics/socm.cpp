@@ -1,6 +1,8 @@
 // SOCM over pairs of token lists without d x d matrices; the formulas and the method are in socm.h.
 #include "spread/diagnostics/socm.h"
 
+#include "spread/runtime/gemm.h"
+
 #include <Eigen/Eigenvalues>
 #include <Eigen/QR>
 #include <Eigen/SVD>
@@ -31,7 +33,6 @@ constexpr double kDropRow = 1e-10;
 // only while lambda_min stays well above it. Measured against long-double SVDs of 20k graded 1..64 x 1..64
 // matrices: worst |sum sqrt(lambda) - ||M||_*| = 3e-13 sigma_max at this ratio, 2e-8 sigma_max below 1e-15.
 constexpr double kGramCondition = 1e-8;
-constexpr size_t kChunkBytes = size_t(4) << 20;  // gathered partner bases per GEMM (stays in L2/L3)
 
 // Thin basis of F (n x d): F P = H R (column-pivoted Householder QR, H orthonormal), so F = H (R P^T) and for two
 // texts F1 F2^T = H1 (Q1 Q2^T) H2^T with Q = R P^T: same singular values, r1 x r2 instead of n1 x n2. Returns Q^T.
@@ -51,8 +52,6 @@ MatrixXd thin_basis_t(const MatrixXd& f) {
 }
 
 struct Workspace {
-  MatrixXd gathered;  // d x R: bases of the partners of one text, side by side
-  MatrixXd cross;     // r_i x R: Q_i against all gathered partners
   MatrixXd gram;
   Eigen::SelfAdjointEigenSolver<MatrixXd> eig;
   int64_t svd_pairs = 0;
@@ -109,47 +108,183 @@ uint64_t draw_below(std::mt19937_64& rng, uint64_t n) {
   }
 }
 
-// Runs of pairs that share their first text, so each text's basis meets its partners in a few larger GEMMs.
-std::vector<std::pair<size_t, size_t>> runs_by_first(const std::vector<TextPair>& pairs) {
-  std::vector<std::pair<size_t, size_t>> runs;
+// Runs of pairs that share their first text.
+struct Run {
+  size_t begin, end;  // pairs [begin, end)
+  uint32_t text;      // their first text
+  uint32_t lo, hi;    // their partners lie in [lo, hi)
+  Index columns;      // sum of the partners' basis widths
+};
+
+std::vector<Run> runs_by_first(const std::vector<SocmText>& texts, const std::vector<TextPair>& pairs) {
+  std::vector<Run> runs;
   for (size_t b = 0; b < pairs.size();) {
-    size_t e = b + 1;
-    while (e < pairs.size() && pairs[e].first == pairs[b].first) ++e;
-    runs.emplace_back(b, e);
-    b = e;
+    Run r{b, b, pairs[b].first, pairs[b].second, pairs[b].second, 0};
+    for (; r.end < pairs.size() && pairs[r.end].first == r.text; ++r.end) {
+      r.lo = std::min(r.lo, pairs[r.end].second);
+      r.hi = std::max(r.hi, pairs[r.end].second);
+      r.columns += texts[pairs[r.end].second].basis_t.cols();
+    }
+    ++r.hi;
+    runs.push_back(r);
+    b = r.end;
   }
   return runs;
 }
 
-// Pairs [begin, end) that share text i: gather partner bases into chunks, one GEMM per chunk.
-void compute_run(const std::vector<SocmText>& texts, const std::vector<TextPair>& pairs, size_t begin, size_t end,
-                 const SocmOptions& opt, Workspace& ws, std::vector<SocmPair>& out) {
-  const SocmText& a = texts[pairs[begin].first];
-  const Index d = a.dim;
-  const Index chunk_cols = std::max<Index>(1, Index(kChunkBytes / (sizeof(double) * size_t(std::max<Index>(d, 1)))));
-  for (size_t c = begin; c < end;) {
+// Every basis side by side (d x R), so that the bases of consecutive texts are one operand of a GEMM without a
+// copy; text t's columns are [offset[t], offset[t + 1]).
+struct PackedBases {
+  MatrixXd columns;
+  std::vector<Index> offset;
+  Index width(uint32_t lo, uint32_t hi) const { return offset[hi] - offset[lo]; }
+  auto range(uint32_t lo, uint32_t hi) const { return columns.middleCols(offset[lo], width(lo, hi)); }
+};
+
+PackedBases pack_bases(const std::vector<SocmText>& texts, Index dim) {
+  PackedBases p;
+  p.offset.assign(texts.size() + 1, 0);
+  for (size_t t = 0; t < texts.size(); ++t) p.offset[t + 1] = p.offset[t] + texts[t].basis_t.cols();
+  p.columns.resize(dim, p.offset.back());
+  for (size_t t = 0; t < texts.size(); ++t) p.columns.middleCols(p.offset[t], texts[t].basis_t.cols()) = texts[t].basis_t;
+  return p;
+}
+
+// Rows of one GEMM: the bases of the first texts of consecutive runs (consecutive texts, so one slice of the packed
+// bases) against one column range of partners. A run whose partners fill less than half of their range (a sparse
+// sample of pairs) is a block alone, and its partners are gathered instead of multiplying the whole range.
+// Tiles (SocmOptions): at most block_rows rows per GEMM, so that the BLAS packs each partner column once per block
+// rows; at most chunk_columns partner columns per GEMM, which bounds the cross matrix (16 MiB by default).
+struct Block {
+  size_t first_run, last_run;  // runs [first_run, last_run)
+  uint32_t lo, hi;             // partner texts [lo, hi)
+  bool gather;
+};
+
+bool is_dense(const Run& r, const PackedBases& packed) { return 2 * r.columns >= packed.width(r.lo, r.hi); }
+
+std::vector<Block> plan_blocks(const std::vector<Run>& runs, const PackedBases& packed, Index block_rows) {
+  std::vector<Block> blocks;
+  for (size_t k = 0; k < runs.size();) {
+    Block b{k, k + 1, runs[k].lo, runs[k].hi, !is_dense(runs[k], packed)};
+    if (!b.gather) {
+      const uint32_t first = runs[k].text;
+      while (b.last_run < runs.size()) {
+        const Run& next = runs[b.last_run];
+        // All pairs: run i + 1's partners (i + 2 .. n) lie within run i's, so blocks grow to block_rows.
+        const bool fits = next.text == runs[b.last_run - 1].text + 1 && is_dense(next, packed) &&
+                          next.lo >= b.lo && next.hi <= b.hi && packed.width(first, next.text + 1) <= block_rows;
+        if (!fits) break;
+        ++b.last_run;
+      }
+    }
+    blocks.push_back(b);
+    k = b.last_run;
+  }
+  return blocks;
+}
+
+// Buffers only grow: a fresh multi-megabyte allocation per product would cost page faults every time.
+void reserve(MatrixXd& buffer, Index rows, Index cols) {
+  if (buffer.rows() < rows || buffer.cols() < cols)
+    buffer.resize(std::max(buffer.rows(), rows), std::max(buffer.cols(), cols));
+}
+
+// The top-left corner of `buffer` = rows^T cols, through the BLAS (Eigen's own product where there is none).
+void cross_product(const Eigen::Ref<const MatrixXd>& rows, const Eigen::Ref<const MatrixXd>& cols, MatrixXd& buffer) {
+  reserve(buffer, rows.cols(), cols.cols());
+  if (!blas_gemm_tn(rows.cols(), cols.cols(), rows.rows(), rows.data(), rows.outerStride(), cols.data(),
+                    cols.outerStride(), buffer.data(), buffer.rows()))
+    buffer.topLeftCorner(rows.cols(), cols.cols()).noalias() = rows.transpose() * cols;
+}
+
+// One pair to evaluate from the current cross matrix: its index and where its r_i x r_j block starts.
+struct PairTask {
+  size_t pair;
+  Index row, col;
+};
+
+struct PairContext {
+  const std::vector<SocmText>& texts;
+  const std::vector<TextPair>& pairs;
+  const SocmOptions& opt;
+  std::vector<Workspace>& workspaces;  // one per thread
+  std::vector<SocmPair>& out;
+};
+
+// The d-independent part, each pair from its block of `cross`, spread over the workspaces' threads. Every pair's
+// value depends on its block alone, so the result does not depend on the thread count.
+void evaluate_pairs(const PairContext& ctx, const MatrixXd& cross, const std::vector<PairTask>& tasks) {
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto worker = [&](Workspace& ws) {
+    try {
+      constexpr size_t kGrain = 16;
+      for (size_t b; (b = next.fetch_add(kGrain)) < tasks.size();)
+        for (size_t t = b; t < std::min(b + kGrain, tasks.size()); ++t) {
+          const auto [i, j] = ctx.pairs[tasks[t].pair];
+          const SocmText &a = ctx.texts[i], &bt = ctx.texts[j];
+          ctx.out[tasks[t].pair] = pair_from_cross(
+              a, bt, cross.block(tasks[t].row, tasks[t].col, a.basis_t.cols(), bt.basis_t.cols()), ctx.opt, ws);
+        }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+    }
+  };
+  const size_t threads = std::max<size_t>(1, std::min(ctx.workspaces.size(), (tasks.size() + 15) / 16));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker, std::ref(ctx.workspaces[t]));
+  worker(ctx.workspaces[0]);
+  for (auto& th : pool) th.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+// A dense block: its rows against its partner range in chunks of whole texts.
+void compute_dense_block(const PairContext& ctx, const std::vector<Run>& runs, const Block& block,
+                         const PackedBases& packed, MatrixXd& cross) {
+  const uint32_t first = runs[block.first_run].text, last = runs[block.last_run - 1].text + 1;
+  const auto rows = packed.range(first, last);
+  std::vector<PairTask> tasks;
+  for (uint32_t c0 = block.lo; c0 < block.hi;) {
+    uint32_t c1 = c0 + 1;
+    while (c1 < block.hi && packed.width(c0, c1 + 1) <= ctx.opt.chunk_columns) ++c1;
+    cross_product(rows, packed.range(c0, c1), cross);
+    tasks.clear();
+    for (size_t r = block.first_run; r < block.last_run; ++r)
+      for (size_t p = runs[r].begin; p < runs[r].end; ++p) {
+        const auto [i, j] = ctx.pairs[p];
+        if (j >= c0 && j < c1) tasks.push_back({p, packed.width(first, i), packed.width(c0, j)});
+      }
+    evaluate_pairs(ctx, cross, tasks);
+    c0 = c1;
+  }
+}
+
+// A sparse run: its partners gathered side by side (in chunks), one GEMM per chunk.
+void compute_gathered_run(const PairContext& ctx, const Run& run, const PackedBases& packed, MatrixXd& gathered,
+                          MatrixXd& cross) {
+  const auto rows = packed.range(run.text, run.text + 1);
+  std::vector<PairTask> tasks;
+  for (size_t c = run.begin; c < run.end;) {
     size_t stop = c;
     Index cols = 0;
-    while (stop < end && (stop == c || cols + texts[pairs[stop].second].basis_t.cols() <= chunk_cols))
-      cols += texts[pairs[stop++].second].basis_t.cols();
-    // Buffers only grow: a fresh multi-megabyte allocation per chunk would cost page faults on every chunk.
-    if (ws.gathered.rows() != d || ws.gathered.cols() < cols) ws.gathered.resize(d, std::max(cols, chunk_cols));
-    if (ws.cross.rows() < a.basis_t.cols() || ws.cross.cols() < cols)
-      ws.cross.resize(std::max(ws.cross.rows(), a.basis_t.cols()), std::max(ws.cross.cols(), cols));
+    while (stop < run.end && (stop == c || cols + packed.width(ctx.pairs[stop].second, ctx.pairs[stop].second + 1) <=
+                                               ctx.opt.chunk_columns))
+      cols += packed.width(ctx.pairs[stop].second, ctx.pairs[stop].second + 1), ++stop;
+    if (gathered.rows() != packed.columns.rows()) gathered.resize(packed.columns.rows(), 0);
+    reserve(gathered, gathered.rows(), cols);
+    tasks.clear();
     Index off = 0;
     for (size_t p = c; p < stop; ++p) {
-      const MatrixXd& bt = texts[pairs[p].second].basis_t;
-      ws.gathered.middleCols(off, bt.cols()) = bt;
-      off += bt.cols();
+      const uint32_t j = ctx.pairs[p].second;
+      gathered.middleCols(off, packed.width(j, j + 1)) = packed.range(j, j + 1);
+      tasks.push_back({p, 0, off});
+      off += packed.width(j, j + 1);
     }
-    auto cross = ws.cross.topLeftCorner(a.basis_t.cols(), cols);
-    cross.noalias() = a.basis_t.transpose() * ws.gathered.leftCols(cols);
-    off = 0;
-    for (size_t p = c; p < stop; ++p) {
-      const SocmText& b = texts[pairs[p].second];
-      out[p] = pair_from_cross(a, b, cross.middleCols(off, b.basis_t.cols()), opt, ws);
-      off += b.basis_t.cols();
-    }
+    cross_product(rows, gathered.leftCols(cols), cross);
+    evaluate_pairs(ctx, cross, tasks);
     c = stop;
   }
 }
@@ -223,35 +358,27 @@ std::vector<TextPair> socm_pair_list(int64_t n_texts, int64_t max_pairs, uint64_
 
 std::vector<SocmPair> socm_pairs(const std::vector<SocmText>& texts, const std::vector<TextPair>& pairs,
                                  const SocmOptions& opt, int64_t* svd_pairs) {
-  for (const auto& [i, j] : pairs)
-    if (i >= texts.size() || j >= texts.size() || texts[i].dim != texts[j].dim)
-      throw std::invalid_argument("socm_pairs: pair out of range or of different dimensions");
   std::vector<SocmPair> out(pairs.size());
-  const auto runs = runs_by_first(pairs);
-  int threads = opt.threads > 0 ? opt.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-  threads = int(std::max<size_t>(1, std::min(size_t(threads), runs.size())));
+  if (svd_pairs) *svd_pairs = 0;
+  if (pairs.empty()) return out;
+  const Index dim = texts.empty() ? 0 : texts[0].dim;
+  for (const auto& [i, j] : pairs)
+    if (i >= j || j >= texts.size()) throw std::invalid_argument("socm_pairs: pair out of range or not i < j");
+  for (const auto& t : texts)
+    if (t.dim != dim) throw std::invalid_argument("socm_pairs: token lists of different dimensions");
+  const int threads = opt.threads > 0 ? opt.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<Workspace> workspaces(static_cast<size_t>(threads));
+  const PairContext ctx{texts, pairs, opt, workspaces, out};
 
-  std::atomic<size_t> next{0};
-  std::atomic<int64_t> svd_total{0};
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  auto worker = [&] {
-    Workspace ws;
-    try {
-      for (size_t r; (r = next.fetch_add(1)) < runs.size();)
-        compute_run(texts, pairs, runs[r].first, runs[r].second, opt, ws, out);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(failure_mutex);
-      if (!failure) failure = std::current_exception();
-    }
-    svd_total += ws.svd_pairs;
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& th : pool) th.join();
-  if (failure) std::rethrow_exception(failure);
-  if (svd_pairs) *svd_pairs = svd_total.load();
+  const PackedBases packed = pack_bases(texts, dim);
+  const auto runs = runs_by_first(texts, pairs);
+  MatrixXd gathered, cross;
+  for (const Block& block : plan_blocks(runs, packed, opt.block_rows)) {
+    if (block.gather) compute_gathered_run(ctx, runs[block.first_run], packed, gathered, cross);
+    else compute_dense_block(ctx, runs, block, packed, cross);
+  }
+  if (svd_pairs)
+    for (const auto& ws : workspaces) *svd_pairs += ws.svd_pairs;
   return out;
 }
 

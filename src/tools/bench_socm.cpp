@@ -1,11 +1,14 @@
 // Benchmark of SOCM over all pairs of a set of texts (scripts/bench_socm.sh runs the two sizes): random token
 // lists of --min-tokens..--max-tokens tokens at width --dim, prepared one at a time (the raw list is dropped once its
 // thin basis exists, as a caller streaming hidden states would), then every pair. Prints the time of each phase,
-// pairs per second, how many pairs took the BDCSVD fallback, and the peak resident memory of the process.
+// pairs per second, how many pairs took the BDCSVD fallback, and the peak resident memory of the process. With --peak,
+// also the rate of the cross products (2 r_i r_j d flops a pair, over the whole pair phase) against a plain
+// 4096^3 sgemm and dgemm through the same BLAS, on the BLAS's threads (OPENBLAS_NUM_THREADS=2 for two cores).
 //   bench_socm [--texts 1000] [--min-tokens 24] [--max-tokens 64] [--dim 256] [--threads 2] [--solver auto|svd]
-//              [--pairs all|N] [--paper-compatible] [--seed 0]
+//              [--pairs all|N] [--paper-compatible] [--seed 0] [--peak]
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cxxopts.hpp>
@@ -15,6 +18,7 @@
 
 #include "spread/diagnostics/socm.h"
 #include "spread/runtime/allocator.h"
+#include "spread/runtime/gemm.h"
 
 namespace {
 
@@ -50,6 +54,28 @@ std::vector<spread::SocmText> random_texts(int64_t count, int64_t min_tokens, in
   return texts;
 }
 
+// GFLOP/s of one 4096^3 product C = A^T B through the BLAS (best of 3), 0 without a BLAS.
+template <class T>
+double blas_peak_gflops() {
+  const int64_t n = 4096;
+  std::vector<T> a(size_t(n * n), T(0.5)), b(size_t(n * n), T(0.25)), c(size_t(n * n));
+  double best = 0;
+  for (int round = 0; round < 3; ++round) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (!spread::blas_gemm_tn(n, n, n, a.data(), n, b.data(), n, c.data(), n)) return 0;
+    best = std::max(best, 2.0 * double(n) * double(n) * double(n) / seconds_since(t0) / 1e9);
+  }
+  return best;
+}
+
+// Flops of the cross products of the given pairs: 2 r_i r_j d each (r = thin basis width).
+double cross_flops(const std::vector<spread::SocmText>& texts, int64_t max_pairs, uint64_t seed) {
+  double flops = 0;
+  for (const auto& [i, j] : spread::socm_pair_list(int64_t(texts.size()), max_pairs, seed))
+    flops += 2.0 * double(texts[i].basis_t.cols()) * double(texts[j].basis_t.cols()) * double(texts[i].dim);
+  return flops;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,6 +92,7 @@ int main(int argc, char** argv) {
       ("pairs", "all or a sampled number of pairs", cxxopts::value<std::string>()->default_value("all"))
       ("paper-compatible", "the reference code's eps I variant")
       ("seed", "seed of the random lists", cxxopts::value<uint64_t>()->default_value("0"))
+      ("peak", "also time a plain sgemm and dgemm and the cross products' share of them")
       ("h,help", "show this help");
   auto args = options.parse(argc, argv);
   if (args.count("help")) {
@@ -96,8 +123,15 @@ int main(int argc, char** argv) {
   std::printf("BDCSVD fallback on %lld pairs (%.2f%%); mean socm %.4f, d_mu %.4f, d_sigma %.4f\n",
               (long long)s.svd_pairs, 100.0 * double(s.svd_pairs) / double(std::max<int64_t>(s.pairs, 1)), s.socm,
               s.d_mu, s.d_sigma);
-  std::printf("peak RSS %.0f MiB\n", peak_rss_mib());
+  const double rss_mib = peak_rss_mib();  // before the peak products' buffers
+  std::printf("peak RSS %.0f MiB\n", rss_mib);
+  if (args.count("peak")) {
+    const double rate = cross_flops(texts, opt.max_pairs, opt.seed) / pairs_s / 1e9;
+    const double sgemm = blas_peak_gflops<float>(), dgemm = blas_peak_gflops<double>();
+    std::printf("cross products %.1f GFLOP/s over the pair phase; 4096^3 sgemm %.1f GFLOP/s (%.1f%%), dgemm %.1f "
+                "GFLOP/s (%.1f%%)\n", rate, sgemm, 100 * rate / sgemm, dgemm, 100 * rate / dgemm);
+  }
   std::printf("RESULT dim=%lld total_s=%.3f pairs_per_s=%.0f peak_rss_mib=%.0f\n", (long long)dim, total_s,
-              double(s.pairs) / total_s, peak_rss_mib());
+              double(s.pairs) / total_s, rss_mib);
   return 0;
 }

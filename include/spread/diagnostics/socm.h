@@ -11,6 +11,9 @@
 // rank <= n - 1, F = U Q with U orthonormal), so a pair costs one r1 x r2 product (O(r1 r2 d)) and the singular
 // values of that small matrix: square roots of the eigenvalues of its smaller Gram matrix where those are
 // well conditioned (lambda_min >= 1e-8 lambda_max; measured error <= 3e-12 sigma_max), otherwise BDCSVD.
+// socm_pairs forms the products of many pairs at once: all bases packed side by side (d x sum r), the bases of a
+// block of consecutive first texts against their partners' as one float64 GEMM through the BLAS (tiles in
+// SocmOptions), then the d-independent part of each pair on the worker threads.
 //
 // paper_compatible reproduces the reference code (tohoku-nlp/socm-text-embedding, utils/distance.py), which adds
 // eps I before each eigendecomposition:
@@ -47,6 +50,10 @@ struct SocmOptions {
   uint64_t seed = 0;              // seed of the pair sample
   int threads = 0;                // worker threads over pairs; 0 = all hardware threads
   SocmSolver solver = SocmSolver::kAuto;
+  // Tiles of the all-pairs GEMM (socm_pairs): rows of first texts per product and partner columns per product.
+  // The defaults suit the cache and the BLAS; tests set small ones to cross every tile boundary.
+  int64_t block_rows = 512;
+  int64_t chunk_columns = 4096;
 };
 
 // One text reduced for pairwise work.
@@ -77,7 +84,9 @@ using TextPair = std::pair<uint32_t, uint32_t>;  // (i, j), i < j
 // distinct pairs, sorted. Deterministic for a seed on every platform (own bounded draw on mt19937_64).
 std::vector<TextPair> socm_pair_list(int64_t n_texts, int64_t max_pairs, uint64_t seed);
 
-// Values of the given pairs, computed in parallel (opt.threads) and independent of the thread count.
+// Values of the given pairs (i < j), computed in parallel (opt.threads) and independent of the thread count; all
+// texts must have one dim. Memory: a packed copy of all bases and one cross matrix of at most
+// block_rows x chunk_columns (16 MiB), whatever the number of pairs. Throws std::invalid_argument otherwise.
 // `svd_pairs` (optional) receives how many pairs needed the BDCSVD fallback.
 std::vector<SocmPair> socm_pairs(const std::vector<SocmText>& texts, const std::vector<TextPair>& pairs,
                                  const SocmOptions& opt = {}, int64_t* svd_pairs = nullptr);
@@ -97,8 +106,8 @@ struct SocmSummary {
   Quantiles socm_q, d_mu_q, d_sigma_q;
 };
 
-// Means and quantiles over all pairs of `texts` (or the sample opt.max_pairs / opt.seed). Keeps the per-pair
-// values (24 bytes a pair) for exact quantiles; never more than one r1 x r2 cross matrix per thread.
+// Means and quantiles over all pairs of `texts` (or the sample opt.max_pairs / opt.seed), by socm_pairs. Keeps the
+// per-pair values (24 bytes a pair, and 8 for the pair list) for exact quantiles.
 SocmSummary socm_summary(const std::vector<SocmText>& texts, const SocmOptions& opt = {});
 
 // For the trainer's diagnostics: means over all pairs of the probe texts (one n x d list per text, e.g. the last
