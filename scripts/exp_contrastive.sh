@@ -75,15 +75,16 @@ def row(label):
     uniform = float(np.log(np.mean(np.exp(-2 * sq))))
     return [label, d["socm"]["mean"], d["mean_cos_excl"], d["concentration"], align, uniform,
             e["sts"]["spearman"], e["beir"]["ndcg@10"], e["beir"]["mrr@10"], e["beir"]["recall@100"],
-            f["socm"]["mean"]]
+            f["socm"]["mean"], f["d_mu"]["mean"], f["d_mu"]["p50"], f["mean_cos_excl"], f["batch_mean_cos"]]
 rows = [row(l) for l in labels]
 bm25 = json.load(open(f"{out}/bm25.json"))
 head = ["model", "SOCM", "mean cos (last layer)", "concentration", "align", "uniform", "STS-B dev Spearman",
-        "SciFact nDCG@10", "MRR@10", "R@100", "SOCM (after final norm)"]
+        "SciFact nDCG@10", "MRR@10", "R@100", "SOCM (after final norm)", "d_mu mean", "d_mu median",
+        "intra-text mean cos (final)", "cross-text mean cos (final)"]
 lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 for r in rows:
     lines.append("| " + " | ".join([r[0]] + [f"{v:.4f}" for v in r[1:]]) + " |")
-lines.append(f"| BM25 (scripts/bm25_ref.py) | | | | | | | {bm25['ndcg@10']:.4f} | {bm25['mrr@10']:.4f} | {bm25['recall@100']:.4f} | |")
+lines.append(f"| BM25 (scripts/bm25_ref.py) | | | | | | | {bm25['ndcg@10']:.4f} | {bm25['mrr@10']:.4f} | {bm25['recall@100']:.4f} | | | | | |")
 tuned = [r for r in rows if r[0] != "backbone"]
 if tuned:
     ratios = [rows[0][1] / r[1] for r in tuned]

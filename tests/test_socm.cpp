@@ -766,3 +766,25 @@ TEST(Socm, TextsOutsideTheTraceRangeAreCountedAndFlagged) {
   report.layers[0] = spread::diagnose_layer(3, {narrow, narrow}, {});
   EXPECT_EQ(spread::format_report(report).find("warning"), std::string::npos);
 }
+
+// The cross-text mean cosine of diagnose's layer report: with 11 pairs of tokens from different texts (fewer than
+// the 4096 sampled), the exact mean over all of them, worked out here pair by pair.
+TEST(SocmReport, BatchMeanCosIsTheMeanCosineOverTokenPairsOfDifferentTexts) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal;
+  std::vector<Eigen::MatrixXd> lists;
+  for (int n : {2, 3, 1}) lists.push_back(Eigen::MatrixXd::NullaryExpr(n, 4, [&] { return normal(rng); }));
+  double sum = 0;
+  int pairs = 0;
+  for (size_t a = 0; a < lists.size(); ++a)
+    for (size_t b = a + 1; b < lists.size(); ++b)
+      for (int i = 0; i < lists[a].rows(); ++i)
+        for (int j = 0; j < lists[b].rows(); ++j) {
+          sum += lists[a].row(i).dot(lists[b].row(j)) / (lists[a].row(i).norm() * lists[b].row(j).norm());
+          ++pairs;
+        }
+  ASSERT_EQ(pairs, 11);
+  const spread::LayerReport r = spread::diagnose_layer(1, lists, {});
+  EXPECT_NEAR(r.batch_mean_cos, sum / pairs, 1e-12);
+  EXPECT_TRUE(std::isnan(spread::diagnose_layer(1, {lists[0]}, {}).batch_mean_cos));
+}

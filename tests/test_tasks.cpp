@@ -357,6 +357,11 @@ TEST(Resume, MlmLossesAfterResumingAreBitwiseThoseOfAnUninterruptedRun) {
   EXPECT_FALSE(logged(dir / "straight", "val_loss").empty());
   EXPECT_FALSE(logged(dir / "straight", "mean_cos_final").empty());
   EXPECT_FALSE(logged(dir / "straight", "socm").empty());
+  // The two numbers that tell a global collapse from SOCM's: cross-text mean cosine and the median of d_mu.
+  EXPECT_FALSE(logged(dir / "straight", "batch_mean_cos_final").empty());
+  const auto medians = logged(dir / "straight", "socm_d_mu_median");
+  ASSERT_FALSE(medians.empty());
+  for (double m : medians) EXPECT_TRUE(m >= 0 && m <= 1) << m;
   fs::remove_all(dir);
 }
 

@@ -281,6 +281,7 @@ TEST(Diagnostics, ProbesAtStepZeroAndOnTheEarlySchedule) {
     EXPECT_EQ(j["mean_cos"].size(), 3u);  // embeddings + 2 blocks
     EXPECT_EQ(j["mean_cos_incl"].size(), 3u);
     EXPECT_TRUE(j.contains("mean_cos_final"));
+    EXPECT_TRUE(j.contains("batch_mean_cos_final"));
   }
   EXPECT_EQ(steps, (std::vector<int64_t>{0, 1, 2, 4, 8}));
   fs::remove_all(dir);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -20,6 +21,22 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // A non-owning [n, d] view of an Eigen (column-major) list for the torch-based geometry functions.
 torch::Tensor tensor_view(const Eigen::MatrixXd& m) {
   return torch::from_blob(const_cast<double*>(m.data()), {m.rows(), m.cols()}, {1, m.rows()}, torch::kFloat64);
+}
+
+// SPEC 1.1's batch mean cosine over the lists: padded into one [texts, max tokens, d] batch with its mask.
+double cross_text_mean_cos(const std::vector<Eigen::MatrixXd>& token_lists, uint64_t seed) {
+  if (token_lists.size() < 2) return kNaN;
+  int64_t longest = 0;
+  for (const auto& x : token_lists) longest = std::max<int64_t>(longest, x.rows());
+  const int64_t d = token_lists.front().cols();
+  auto batch = torch::zeros({int64_t(token_lists.size()), longest, d}, torch::kFloat64);
+  auto mask = torch::zeros({int64_t(token_lists.size()), longest}, torch::kBool);
+  for (size_t i = 0; i < token_lists.size(); ++i) {
+    const auto rows = token_lists[i].rows();
+    batch[int64_t(i)].narrow(0, 0, rows).copy_(tensor_view(token_lists[i]));
+    mask[int64_t(i)].narrow(0, 0, rows).fill_(true);
+  }
+  return batch_mean_cos(batch, mask, seed);
 }
 
 nlohmann::json summary_json(double mean, const Quantiles& q) {
@@ -46,6 +63,7 @@ nlohmann::json layer_json(const LayerReport& l) {
   j["mean_cos_incl"] = l.mean_cos_incl;
   j["mean_cos_excl"] = l.mean_cos_excl;
   j["concentration"] = l.concentration;
+  j["batch_mean_cos"] = l.batch_mean_cos;
   return j;
 }
 
@@ -80,6 +98,7 @@ LayerReport diagnose_layer(int64_t layer, const std::vector<Eigen::MatrixXd>& to
   r.mean_cos_incl = r.texts ? cos_incl / n : kNaN;
   r.concentration = r.texts ? conc / n : kNaN;
   r.mean_cos_excl = excl_texts ? cos_excl / double(excl_texts) : kNaN;
+  r.batch_mean_cos = cross_text_mean_cos(token_lists, opt.seed);
   r.socm = socm_summary(prepared, opt);
   return r;
 }

@@ -6,18 +6,19 @@
 namespace spread {
 namespace {
 
-// SOCM over the valid rows of each text ([B, T, F] with a [B, T] mask).
-SocmMeans socm_of_texts(const torch::Tensor& hidden, const torch::Tensor& valid) {
+// SOCM over the valid rows of each text ([B, T, F] with a [B, T] mask), with the quantiles of its parts (the
+// median of d_mu separates a global collapse, every text mean at one point, from SOCM's second-order collapse).
+SocmSummary socm_of_texts(const torch::Tensor& hidden, const torch::Tensor& valid) {
   auto h = hidden.to(torch::kCPU, torch::kDouble).contiguous();
   auto v = valid.to(torch::kCPU);
-  std::vector<Eigen::MatrixXd> lists;
+  std::vector<SocmText> texts;
   for (int64_t b = 0; b < h.size(0); ++b) {
     auto rows = h[b].index({v[b]}).contiguous();
     if (rows.size(0) == 0) continue;
-    lists.push_back(Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
-        rows.data_ptr<double>(), rows.size(0), rows.size(1)));
+    texts.push_back(socm_prepare(Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+        rows.data_ptr<double>(), rows.size(0), rows.size(1))));
   }
-  return socm_means(lists);
+  return socm_summary(texts);
 }
 
 // key_padding: passed to the model (undefined = no padding); valid: the rows that enter the statistics.
@@ -43,12 +44,14 @@ nlohmann::json probe_states(Transformer& model, const torch::Tensor& ids, const 
   line["mean_cos_incl"] = mean_cos_incl;
   line["batch_mean_cos"] = batch_mean_cos;
   line["concentration"] = concentration;
-  line["mean_cos_final"] =
-      geometry_stats(out.final_hidden.to(torch::kCPU), valid, seed, config.max_pairs).mean_cos_excl;
+  const GeometryStats final_stats = geometry_stats(out.final_hidden.to(torch::kCPU), valid, seed, config.max_pairs);
+  line["mean_cos_final"] = final_stats.mean_cos_excl;
+  line["batch_mean_cos_final"] = final_stats.batch_mean_cos;  // cross-text: tokens of different texts
   if (config.socm) {
-    SocmMeans s = socm_of_texts(out.final_hidden, valid);
+    SocmSummary s = socm_of_texts(out.final_hidden, valid);
     line["socm"] = s.socm;
     line["socm_d_mu"] = s.d_mu;
+    line["socm_d_mu_median"] = s.d_mu_q.p50;
     line["socm_d_sigma"] = s.d_sigma;
     line["socm_texts_over_trace"] = s.texts_over_trace;  // tr Sigma > 2: outside the paper's range (socm.h)
   }

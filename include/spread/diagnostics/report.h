@@ -23,6 +23,7 @@ struct LayerReport {
   double mean_cos_incl = 0;  // mean over texts
   double mean_cos_excl = 0;  // mean over texts with at least two tokens (NaN when none has)
   double concentration = 0;  // mean over texts of S(X)/||mu||^2
+  double batch_mean_cos = 0;  // cross-text: tokens of different texts (SPEC 1.1; NaN with fewer than two texts)
 };
 
 struct DiagnoseReport {
