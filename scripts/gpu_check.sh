@@ -10,7 +10,10 @@
 #   - with 2 or more GPUs, the same 200 steps on 2 ranks (spread train --nproc 2, NCCL, batch 8 per rank).
 # Usage: scripts/gpu_check.sh [LIBTORCH_PREFIX]
 #   LIBTORCH_PREFIX (or SPREAD_CUDA_TORCH): the CMake prefix of a CUDA LibTorch (unpacked libtorch/, or a pip
-#   torch's torch.utils.cmake_prefix_path); by default the one of python3's torch, if it was built with CUDA.
+#   torch's package folder, the one holding lib/ and share/); by default the one of the reference environment's
+#   torch (scripts/python_env.sh) or python3's, if it was built with CUDA. Not torch.utils.cmake_prefix_path
+#   (share/cmake): with that prefix TorchConfig's find_library searches the system first and, on a machine with
+#   Debian's libtorch-dev, links Debian's libtorch.so 1.13 under the wheel's 2.x headers (seen here).
 #   DATA (default ../shared/data/tinyshakespeare/input.txt), STEPS (default 200).
 # Exit codes: 0 checks passed, 1 a check failed, 2 no GPU or no CUDA LibTorch here (nothing is built then).
 set -euo pipefail
@@ -29,8 +32,9 @@ gpu=$(head -1 <<<"$gpus")
 n_gpus=$(wc -l <<<"$gpus")
 prefix=${1:-${SPREAD_CUDA_TORCH:-}}
 if [[ -z "$prefix" ]]; then
-  prefix=$(python3 -c 'import torch; assert torch.version.cuda; print(torch.utils.cmake_prefix_path)' 2>/dev/null) \
-    || prefix=""
+  python=$(scripts/python_env.sh 2>/dev/null | tail -1) || python=python3
+  prefix=$("$python" -c 'import os, torch; assert torch.version.cuda; print(os.path.dirname(torch.__file__))' \
+           2>/dev/null) || prefix=""
 fi
 if [[ -z "$prefix" ]]; then
   echo "gpu_check: no CUDA LibTorch found: python3's torch is missing or was built without CUDA;" \
