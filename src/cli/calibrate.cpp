@@ -10,6 +10,21 @@
 #include "spread/util/error.h"
 
 namespace spread::cli {
+namespace {
+
+// The means a threshold can give lie between every merge done and none; a target outside them gets the nearest.
+void warn_if_unreachable(const nlohmann::json& r) {
+  const double target = r["target_tokens"].get<double>(), most = r["unpooled_mean"].get<double>(),
+               fewest = r["fewest_mean"].get<double>();
+  if (target > most)
+    fmt::print(stderr, "warning: --target-tokens {:g} is unreachable: these documents have {:.2f} vectors each "
+                       "unpooled, the most a threshold can keep (threshold 0 keeps them all)\n", target, most);
+  else if (target < fewest)
+    fmt::print(stderr, "warning: --target-tokens {:g} is unreachable: merging all that can merge leaves {:.2f} "
+                       "vectors per document, the fewest a threshold can give\n", target, fewest);
+}
+
+}  // namespace
 
 int cmd_calibrate(int argc, char** argv) {
   cxxopts::Options options("spread calibrate",
@@ -38,6 +53,7 @@ int cmd_calibrate(int argc, char** argv) {
   request.batch_size = int_option(args, "batch-size", 1, kMaxBatchSize);
   LoadedRun run = load_run(args["run"].as<std::string>());
   const nlohmann::json r = calibrate_run(run, request);
+  warn_if_unreachable(r);
   if (args.count("json")) {
     fmt::print("{}\n", r.dump());
     return 0;

@@ -18,6 +18,7 @@
 #include "spread/diagnostics/report.h"
 #include "spread/train/run.h"
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace spread::cli {
 namespace {
@@ -168,7 +169,8 @@ int cmd_diagnose(int argc, char** argv) {
   cxxopts::Options options("spread diagnose",
                            "SOCM (second-order collapse by mean pooling), mean cosine and concentration per layer.\n"
                            "  spread diagnose --run RUN_DIR --texts FILE|wordnet [--layers all] [--pairs all|N]\n"
-                           "  spread diagnose --token-lists DIR   (one n x d float32/float64 .npy file per text)");
+                           "  spread diagnose --token-lists DIR   (one n x d float32/float64 .npy file per text)\n" +
+                               std::string(kOutputRule));
   options.add_options()
       ("run", "run directory (its newest checkpoint)", cxxopts::value<std::string>(), "RUN_DIR")
       ("texts", "texts file, one text per line, or 'wordnet'", cxxopts::value<std::string>(), "FILE")
@@ -203,6 +205,7 @@ int cmd_diagnose(int argc, char** argv) {
   opt.paper_compatible = args.count("paper-compatible") > 0;
   opt.threads = int(int_option(args, "threads", 0, 4096));
   const auto max_texts = size_t(int_option(args, "max-texts", 0, INT64_MAX));
+  if (args.count("out")) prepare_output_file(args["out"].as<std::string>(), "--out");
   DiagnoseReport report = from_run ? diagnose_run(args["run"].as<std::string>(), args["texts"].as<std::string>(),
                                                   args["layers"].as<std::string>(), max_texts, opt)
                                    : diagnose_token_lists(args["token-lists"].as<std::string>(), opt);

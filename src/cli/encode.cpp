@@ -7,12 +7,14 @@
 #include "spread/eval/run_eval.h"
 #include "spread/train/run.h"
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace spread::cli {
 
 int cmd_encode(int argc, char** argv) {
   cxxopts::Options options("spread encode", "Embed texts with a run's newest checkpoint: one float32 row per input "
-                                            "text in a NumPy .npy file, L2-normalised unless --no-normalize.");
+                                            "text in a NumPy .npy file, L2-normalised unless --no-normalize.\n" +
+                                                std::string(kOutputRule));
   options.add_options()
       ("run", "run directory", cxxopts::value<std::string>(), "RUN_DIR")
       ("in", "texts: .txt (one per line) or .jsonl (\"text\", with \"title\" prepended)", cxxopts::value<std::string>(),
@@ -31,9 +33,10 @@ int cmd_encode(int argc, char** argv) {
     throw UserError("give --run RUN_DIR --in FILE --out FILE.npy (see `spread encode --help`)");
   EncodeRequest request;
   request.batch_size = int_option(args, "batch-size", 1, kMaxBatchSize);  // before the run is loaded
-  LoadedRun run = load_run(args["run"].as<std::string>());
   request.in = args["in"].as<std::string>();
   request.out = args["out"].as<std::string>();
+  prepare_output_file(request.out, "--out");
+  LoadedRun run = load_run(args["run"].as<std::string>());
   request.normalize = !args.count("no-normalize");
   if (args.count("pooling")) request.pooling = args["pooling"].as<std::string>();
   const int64_t n = encode_file(run, request);

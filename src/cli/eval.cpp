@@ -2,8 +2,8 @@
 // with --sts / --beir (or an encoder run's [eval] files) the embedding metrics instead.
 #include <cxxopts.hpp>
 #include <fmt/format.h>
+#include <algorithm>
 #include <cmath>
-#include <fstream>
 
 #include "commands.h"
 #include "options.h"
@@ -14,6 +14,7 @@
 #include "spread/train/run.h"
 #include "spread/train/setup.h"
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace spread::cli {
 namespace {
@@ -52,7 +53,7 @@ int eval_embeddings(LoadedRun& run, const cxxopts::ParseResult& args, const Limi
   return 0;
 }
 
-// "1,2,4" -> {1, 2, 4}; each a number >= 1.
+// "1,2,4" -> {1, 2, 4}; each a number >= 1, repeats left out.
 std::vector<double> pool_factors(const std::string& text) {
   std::vector<double> out;
   size_t start = 0;
@@ -68,7 +69,7 @@ std::vector<double> pool_factors(const std::string& text) {
     }
     if (item.empty() || used != item.size() || !std::isfinite(value) || value < 1)
       throw UserError("--pool-factors: '" + item + "' is not a number >= 1 (give a list such as 1,2,4)");
-    out.push_back(value);
+    if (std::find(out.begin(), out.end(), value) == out.end()) out.push_back(value);  // "1,1" evaluates once
     start = end + 1;
   }
   return out;
@@ -92,7 +93,8 @@ int eval_late_interaction(LoadedRun& run, const cxxopts::ParseResult& args, cons
 
 int cmd_eval(int argc, char** argv) {
   cxxopts::Options options("spread eval", "Evaluate a run's newest checkpoint: an LM's validation loss, perplexity "
-                                          "and bits per byte, or an embedding model on STS and BEIR retrieval.");
+                                          "and bits per byte, or an embedding model on STS and BEIR retrieval.\n" +
+                                              std::string(kOutputRule));
   options.add_options()
       ("run", "run directory", cxxopts::value<std::string>(), "RUN_DIR")
       ("sts", "STS file (STS-B CSV or SICK.txt): Spearman of cosine vs gold", cxxopts::value<std::string>(), "CSV")
@@ -114,6 +116,7 @@ int cmd_eval(int argc, char** argv) {
   if (!args.count("run")) throw UserError("missing --run RUN_DIR (see `spread eval --help`)");
   const Limits limits{int_option(args, "batch-size", 1, kMaxBatchSize), int_option(args, "max-batches", 0, INT64_MAX)};
   if (args.count("pool-factors")) pool_factors(args["pool-factors"].as<std::string>());  // fails before loading
+  if (args.count("out")) prepare_output_file(args["out"].as<std::string>(), "--out");
   LoadedRun run = load_run(args["run"].as<std::string>());
   if (run.recipe.train.objective == "maxsim") return eval_late_interaction(run, args, limits);
   if (args.count("pool-factors"))

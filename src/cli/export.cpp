@@ -16,7 +16,8 @@ int cmd_export(int argc, char** argv) {
   cxxopts::Options options("spread export",
                            "Write a run's checkpoint in the layouts Python loads: a causal LM as Hugging Face GPT-2 "
                            "(config.json + model.safetensors), an encoder as MegatronBert inside a "
-                           "sentence-transformers folder, a maxsim model as MegatronBert with PyLate's 1_Dense head.");
+                           "sentence-transformers folder, a maxsim model as MegatronBert with PyLate's 1_Dense "
+                           "head.\n" + std::string(kOutputRule));
   options.add_options()
       ("run", "run directory", cxxopts::value<std::string>(), "RUN_DIR")
       ("out", "folder to write (new, empty, or an earlier export, which is replaced)", cxxopts::value<std::string>(),

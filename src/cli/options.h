@@ -11,6 +11,12 @@ namespace spread::cli {
 // Windows or texts per forward pass: far above what fits in memory, so that a typo fails here and not in LibTorch.
 inline constexpr int64_t kMaxBatchSize = 1 << 20;
 
+// The rule of every output (util/file.h), for the --help of the commands that write one.
+inline constexpr const char* kOutputRule =
+    "An existing output is replaced (written under a temporary name in its folder, then renamed, so a failed "
+    "write keeps the previous one); a symbolic link at the output's name is refused, not replaced or written "
+    "through.";
+
 // Parses argv; an argument left over (a second RECIPE, a path whose option name was forgotten) is an error
 // instead of being ignored, since the run would then not be the one the user asked for.
 cxxopts::ParseResult parse_arguments(cxxopts::Options& options, int argc, char** argv);

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "commands.h"
+#include "options.h"
 #include "spread/pooling/ward_files.h"
 #include "spread/util/error.h"
 
@@ -57,7 +58,7 @@ int cmd_pool(int argc, char** argv) {
   cxxopts::Options options("spread pool",
                            "Ward token pooling (SPEC.md 4) of .npy token lists, one n x d float32/float64 file per "
                            "document.\nWrites OUT/<name>.npy (pooled vectors, float64) and OUT/<name>.labels.npy "
-                           "(int64 cluster of each token, -1 = protected).");
+                           "(int64 cluster of each token, -1 = protected).\n" + std::string(kOutputRule));
   options.add_options()
       ("in", "directory of token lists (<name>.npy)", cxxopts::value<std::string>(), "DIR")
       ("out", "output directory (created if missing)", cxxopts::value<std::string>(), "DIR")

@@ -11,6 +11,7 @@
 #include "options.h"
 #include "spread/log/report.h"
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace spread::cli {
 
@@ -33,7 +34,8 @@ int cmd_report(int argc, char** argv) {
   cxxopts::Options options("spread report",
                            "Plot one or more run directories into one self-contained HTML page (no network, no "
                            "scripts): losses, learning rate, throughput, gradient norm, evaluation and geometry "
-                           "diagnostics, a layer x step heatmap of mean_cos, and the recipes side by side.");
+                           "diagnostics, a layer x step heatmap of mean_cos, and the recipes side by side.\n" +
+                               std::string(kOutputRule));
   options.positional_help("RUN_DIR [RUN_DIR ...]");
   options.add_options()
       ("o,out", "output file (default: RUN_DIR/report.html for one run, ./report.html for several)",
@@ -58,6 +60,9 @@ int cmd_report(int argc, char** argv) {
   std::string out = args.count("out") ? args["out"].as<std::string>()
                     : dirs.size() == 1 ? (std::filesystem::path(dirs[0]) / "report.html").string()
                                        : std::string("report.html");
+  const std::filesystem::path folder = std::filesystem::path(out).parent_path();
+  if (!folder.empty()) make_directories(folder.string());  // as write_report does
+  prepare_output_file(out, "--out");
   report::ReportOptions opt;
   opt.title = args["title"].as<std::string>();
   opt.max_points = std::size_t(int_option(args, "max-points", 4, 10'000'000));

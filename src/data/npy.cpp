@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace spread {
 namespace {
@@ -134,22 +135,26 @@ Eigen::MatrixXd read_npy_matrix(const std::string& path) {
 
 namespace {
 
-// Writes the format 1.0 header of a C-order array of `descr` ('<f4', '<f8', '<i8') and `shape` (a Python tuple
-// literal such as "(3, 4)" or "(3,)") and returns the open stream.
-std::ofstream open_npy(const std::string& path, const std::string& descr, const std::string& shape) {
+// The format 1.0 header of a C-order array of `descr` ('<f4', '<f8', '<i8') and `shape` (a Python tuple literal
+// such as "(3, 4)" or "(3,)").
+std::string npy_header(const std::string& descr, const std::string& shape) {
   std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   // numpy pads with spaces and ends with '\n' so that the data starts at a multiple of 64 bytes.
   const size_t unpadded = sizeof kMagic + 2 + 2 + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');
   header.push_back('\n');
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw user_error(path, 0, "", "cannot create the .npy file");
-  const unsigned char version_and_length[4] = {1, 0, static_cast<unsigned char>(header.size() & 0xff),
-                                               static_cast<unsigned char>(header.size() >> 8)};
-  out.write(kMagic, sizeof kMagic);
-  out.write(reinterpret_cast<const char*>(version_and_length), 4);
-  out.write(header.data(), std::streamsize(header.size()));
-  return out;
+  const char version_and_length[4] = {1, 0, char(header.size() & 0xff), char(header.size() >> 8)};
+  return std::string(kMagic, sizeof kMagic) + std::string(version_and_length, 4) + header;
+}
+
+// The file as write_output_file writes it (util/file.h): whole or not at all, the previous one kept on failure.
+void write_npy(const std::string& path, const std::string& descr, const std::string& shape, const void* data,
+               size_t bytes) {
+  const std::string header = npy_header(descr, shape);
+  write_output_file(path, [&](std::ostream& out) {
+    out.write(header.data(), std::streamsize(header.size()));
+    out.write(static_cast<const char*>(data), std::streamsize(bytes));
+  });
 }
 
 std::string shape_2d(int64_t rows, int64_t cols) {
@@ -159,22 +164,16 @@ std::string shape_2d(int64_t rows, int64_t cols) {
 }  // namespace
 
 void write_npy_float32(const std::string& path, const float* data, int64_t rows, int64_t cols) {
-  std::ofstream out = open_npy(path, "<f4", shape_2d(rows, cols));
-  out.write(reinterpret_cast<const char*>(data), std::streamsize(rows * cols * int64_t(sizeof(float))));
-  if (!out) throw user_error(path, 0, "", "cannot write the .npy file", "check free disk space");
+  write_npy(path, "<f4", shape_2d(rows, cols), data, size_t(rows * cols) * sizeof(float));
 }
 
 void write_npy_matrix(const std::string& path, const Eigen::MatrixXd& m) {
-  std::ofstream out = open_npy(path, "<f8", shape_2d(m.rows(), m.cols()));
   const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> rows = m;
-  out.write(reinterpret_cast<const char*>(rows.data()), std::streamsize(rows.size() * sizeof(double)));
-  if (!out) throw user_error(path, 0, "", "cannot write the .npy file", "check free disk space");
+  write_npy(path, "<f8", shape_2d(m.rows(), m.cols()), rows.data(), size_t(rows.size()) * sizeof(double));
 }
 
 void write_npy_int64_vector(const std::string& path, const std::vector<int64_t>& values) {
-  std::ofstream out = open_npy(path, "<i8", "(" + std::to_string(values.size()) + ",)");
-  out.write(reinterpret_cast<const char*>(values.data()), std::streamsize(values.size() * sizeof(int64_t)));
-  if (!out) throw user_error(path, 0, "", "cannot write the .npy file", "check free disk space");
+  write_npy(path, "<i8", "(" + std::to_string(values.size()) + ",)", values.data(), values.size() * sizeof(int64_t));
 }
 
 }  // namespace spread

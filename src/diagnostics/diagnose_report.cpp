@@ -12,6 +12,7 @@
 
 #include "spread/diagnostics/geometry.h"
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace spread {
 namespace {
@@ -146,10 +147,8 @@ nlohmann::json report_json(const DiagnoseReport& report) {
 }
 
 void write_report_json(const DiagnoseReport& report, const std::string& path) {
-  std::ofstream out(path, std::ios::trunc);
-  if (!out) throw user_error(path, 0, "", "cannot create the report file", "check that the directory exists");
-  out << report_json(report).dump(2) << "\n";
-  if (!out) throw user_error(path, 0, "", "cannot write the report file", "check free disk space");
+  const std::string text = report_json(report).dump(2) + "\n";
+  write_output_file(path, [&](std::ostream& out) { out << text; });
 }
 
 Eigen::MatrixXd token_list_from_tensor(const torch::Tensor& x) {

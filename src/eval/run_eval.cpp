@@ -180,6 +180,7 @@ nlohmann::json calibrate_run(LoadedRun& run, const CalibrateRequest& request) {
   const WardCalibration c = calibrate_ward_threshold(docs, request.target_tokens, ward);
   return {{"run", run.dir}, {"step", run.step}, {"documents", c.documents}, {"target_tokens", request.target_tokens},
           {"threshold", c.threshold}, {"achieved_mean", c.achieved_mean}, {"unpooled_mean", c.unpooled_mean},
+          {"fewest_mean", c.fewest_mean},
           {"ward_distance", run.recipe.loss.pooling_aware.ward_distance}, {"protected_tokens", ward.protected_tokens}};
 }
 

@@ -146,35 +146,63 @@ void add_pylate_files(const Recipe& recipe, const TransformerConfig& cfg, const 
   files["1_Dense/model.safetensors"] = safetensors_bytes({{"linear.weight", head}});
 }
 
+// MegatronBert, the layout sentence-transformers and PyLate load, attends both ways: a model trained with a causal
+// mask would compute other embeddings there than in spread. (mlm and maxsim recipes cannot be causal.)
+void refuse_causal_encoder(const Recipe& recipe) {
+  if (recipe.is_encoder_objective() && recipe.model.causal)
+    throw user_error(recipe.source, 0, "model.causal",
+                     "a \"" + recipe.train.objective + "\" run trained with a causal mask has no exported layout: "
+                     "MegatronBert attends both ways, so sentence-transformers would compute other embeddings",
+                     "retrain with model.causal = false to export it; spread encode gives this run's embeddings");
+}
+
 bool contains(const fs::path& outer, const fs::path& inner) {
   auto o = fs::weakly_canonical(outer), i = fs::weakly_canonical(inner);
   auto [end, _] = std::mismatch(o.begin(), o.end(), i.begin(), i.end());
   return end == o.end();
 }
 
-// Refuses an output folder that is a file, contains the run, or holds anything but an earlier export.
+// Refuses an output folder that is a link or a file, cannot be written, contains the run, or holds anything but an
+// earlier export.
 void check_out_dir(const fs::path& out, const fs::path& run) {
+  check_output_folder(out.string(), "--out");
   if (contains(out, run))
     throw user_error(out.string(), 0, "--out", "is (or contains) the run directory itself",
                      "choose a new folder for the export, e.g. " + (out / "hf").string());
-  if (!fs::exists(out)) return;
-  if (!fs::is_directory(out))
-    throw user_error(out.string(), 0, "--out", "is a file", "choose a new or empty folder for the export");
-  if (fs::is_empty(out) || fs::exists(out / kExportMarker)) return;
+  if (!fs::exists(out) || fs::is_empty(out) || fs::exists(out / kExportMarker)) return;
   throw user_error(out.string(), 0, "--out", "exists and holds files that are not an earlier spread export",
                    "choose a new or empty folder (an earlier export is replaced, nothing else is)");
 }
 
-// Writes every file under a temporary folder beside `out`, then puts it in out's place.
-void write_folder(const Files& files, const fs::path& out) {
-  const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
-  const fs::path tmp = parent / fmt::format(".{}.tmp-{}", out.filename().string(), ::getpid());
-  const fs::path old = parent / fmt::format(".{}.old-{}", out.filename().string(), ::getpid());
+// Where an export killed between its two renames left the earlier export (".OUT.old.tmp-PID"), it goes back to
+// OUT when OUT is missing; everything else that killed exports left beside OUT is removed.
+void clean_up_after_killed_exports(const fs::path& out) {
+  const fs::path parent = out.parent_path();
+  const std::string old_prefix = "." + out.filename().string() + ".old.tmp-";
   std::error_code ec;
-  fs::remove_all(tmp, ec);
-  for (const auto& [name, bytes] : files) {
-    make_directories((tmp / name).parent_path().string());
-    write_file_atomic((tmp / name).string(), bytes);
+  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(old_prefix, 0) == 0 && is_stale_temporary(name) && !fs::exists(out))
+      rename_file(it->path().string(), out.string());
+  }
+  remove_stale_temporaries(parent.string());
+}
+
+// Writes every file under a temporary folder beside `out`, then puts it in out's place; the temporary folder is
+// removed when a write fails.
+void write_folder(const Files& files, const fs::path& out) {
+  const fs::path tmp = temporary_name(out), old = temporary_name(out.string() + ".old");
+  make_directories(out.parent_path().string());
+  clean_up_after_killed_exports(out);
+  std::error_code ec;
+  try {
+    for (const auto& [name, bytes] : files) {
+      make_directories((tmp / name).parent_path().string());
+      write_file_atomic((tmp / name).string(), bytes);
+    }
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
   }
   const bool replace = fs::exists(out);
   if (replace) rename_file(out.string(), old.string());
@@ -189,6 +217,7 @@ ExportResult export_run(const ExportRequest& request) {
   fs::path out = fs::absolute(request.out_dir).lexically_normal();
   if (!out.has_filename()) out = out.parent_path();  // "hf/": the folder hf, not an entry inside it
   const Recipe recipe = recipe_of_run(request.run_dir);
+  refuse_causal_encoder(recipe);
   check_out_dir(out, run);
   auto tokenizer = load_tokenizer(request.run_dir);
   const Checkpoint ckpt = checkpoint_for(request.run_dir, request.step);

@@ -15,6 +15,7 @@
 #include "report_svg.h"
 #include "spread/log/metrics_log.h"
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace fs = std::filesystem;
 
@@ -642,12 +643,8 @@ ChartCount count_charts(const std::vector<RunData>& runs) {
 std::size_t write_report(const std::vector<RunData>& runs, const std::string& out_path, const ReportOptions& opt) {
   const std::string html = render_report(runs, opt);
   const fs::path out(out_path);
-  std::error_code ec;
-  if (out.has_parent_path()) fs::create_directories(out.parent_path(), ec);
-  std::ofstream f(out, std::ios::binary);
-  f << html;
-  f.close();
-  if (!f) throw user_error(out_path, 0, "", "cannot write the report", "check the directory exists and is writable");
+  if (out.has_parent_path()) make_directories(out.parent_path().string());
+  write_output_file(out_path, [&](std::ostream& f) { f << html; });
   return html.size();
 }
 

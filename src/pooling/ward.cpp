@@ -307,6 +307,7 @@ WardCalibration calibrate_ward_threshold(const std::vector<RowMatrixXd>& docs, d
   c.target_mean = target_tokens;
   c.achieved_mean = double(unpooled - merged) / count;
   c.unpooled_mean = double(unpooled) / count;
+  c.fewest_mean = double(unpooled - int64_t(all.size())) / count;
   c.documents = int64_t(docs.size());
   return c;
 }

@@ -9,6 +9,7 @@
 
 #include "spread/data/npy.h"
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace spread {
 namespace {
@@ -37,13 +38,24 @@ std::vector<fs::path> token_list_files(const std::string& dir) {
   return files;
 }
 
-void check_output_dir(const std::string& in_dir, const std::string& out_dir) {
+fs::path pooled_name(const fs::path& out_dir, const fs::path& input) { return out_dir / input.filename(); }
+fs::path labels_name(const fs::path& out_dir, const fs::path& input) {
+  return out_dir / (input.stem().string() + ".labels.npy");
+}
+
+// Before any pooling: the output folder exists (made if missing), is not the input folder, and every name to be
+// written can be (util/file.h: no symbolic link, no directory in the way); temporaries of killed runs are removed.
+void check_outputs(const std::string& in_dir, const std::string& out_dir, const std::vector<fs::path>& files) {
+  make_directories(out_dir);
   std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (!fs::is_directory(out_dir)) throw user_error(out_dir, 0, "--out", "cannot create the output directory");
   if (fs::equivalent(in_dir, out_dir, ec))
     throw user_error(out_dir, 0, "--out", "is the input directory; pooled files would replace the token lists",
                      "choose another output directory");
+  for (const fs::path& input : files) {
+    check_output_file(pooled_name(out_dir, input).string(), "--out");
+    check_output_file(labels_name(out_dir, input).string(), "--out");
+  }
+  remove_stale_temporaries(out_dir);
 }
 
 RowMatrixXd read_token_list(const fs::path& file) {
@@ -58,9 +70,8 @@ RowMatrixXd read_token_list(const fs::path& file) {
 }
 
 void write_pooled(const fs::path& out_dir, const fs::path& input, const WardPooled& pooled) {
-  const std::string stem = input.stem().string();
-  write_npy_matrix((out_dir / (stem + ".npy")).string(), pooled.vectors);
-  write_npy_int64_vector((out_dir / (stem + ".labels.npy")).string(), pooled.labels);
+  write_npy_matrix(pooled_name(out_dir, input).string(), pooled.vectors);
+  write_npy_int64_vector(labels_name(out_dir, input).string(), pooled.labels);
 }
 
 }  // namespace
@@ -69,7 +80,7 @@ PoolFilesSummary pool_token_files(const std::string& in_dir, const std::string& 
                                   const WardPoolOptions& opt, int threads,
                                   const std::function<void(int64_t, int64_t)>& progress) {
   const std::vector<fs::path> files = token_list_files(in_dir);
-  check_output_dir(in_dir, out_dir);
+  check_outputs(in_dir, out_dir, files);
   PoolFilesSummary summary;
   for (size_t begin = 0; begin < files.size(); begin += kGroup) {
     const size_t end = std::min(files.size(), begin + kGroup);

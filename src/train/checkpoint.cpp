@@ -1,7 +1,5 @@
 #include "spread/train/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 #include <zlib.h>
 #include <torch/serialize.h>
 
@@ -40,14 +38,6 @@ T get(const std::string& in, size_t offset) {
   return v;
 }
 
-void fsync_path(const std::string& path, int flags) {
-  int fd = ::open(path.c_str(), flags);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-}
-
 std::string serialize(const Checkpoint& ckpt) {
   torch::serialize::OutputArchive archive;
   for (const auto& [name, t] : ckpt.tensors) archive.write(name, t.contiguous().cpu());
@@ -62,20 +52,7 @@ std::string serialize(const Checkpoint& ckpt) {
 }  // namespace
 
 void write_file_atomic(const std::string& path, const std::string& contents) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(contents.data(), std::streamsize(contents.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw user_error(path, 0, "", "cannot write file", "check free disk space and permissions");
-    }
-  }
-  fsync_path(tmp, O_RDONLY);
-  rename_file(tmp, path);
-  fsync_path(fs::path(path).parent_path().string(), O_RDONLY | O_DIRECTORY);
+  write_output_file(path, [&](std::ostream& out) { out.write(contents.data(), std::streamsize(contents.size())); });
 }
 
 std::optional<std::string> first_non_finite(const Checkpoint& ckpt) {

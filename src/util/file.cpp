@@ -63,3 +63,118 @@ void rename_file(const std::string& from, const std::string& to) {
 }
 
 }  // namespace spread
+
+// Outputs (file.h): checks before the work, temporary name and rename, stale temporaries of killed processes.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <regex>
+
+namespace spread {
+namespace {
+
+fs::path folder_of(const fs::path& path) { return path.has_parent_path() ? path.parent_path() : fs::path("."); }
+
+void refuse_symlink(const fs::path& path, const std::string& option) {
+  std::error_code ec;
+  if (fs::is_symlink(path, ec))
+    throw user_error(path.string(), 0, option, "is a symbolic link; spread neither replaces nor writes through one",
+                     "give the link's target (" + fs::read_symlink(path, ec).string() + ") or another name");
+}
+
+// `folder` exists and this process may create and rename entries in it.
+void check_writable_folder(const fs::path& folder, const std::string& path, const std::string& option) {
+  if (::access(folder.c_str(), W_OK | X_OK) == 0) return;
+  const std::error_code ec(errno, std::generic_category());
+  throw user_error(path, 0, option, "cannot write into the folder " + folder.string() + ": " + ec.message(),
+                   hint_for(ec));
+}
+
+void sync_path(const fs::path& path, int flags) {
+  const int fd = ::open(path.c_str(), flags);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
+
+fs::path temporary_name(const fs::path& path) {
+  return folder_of(path) / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()));
+}
+
+bool is_stale_temporary(const std::string& name) {
+  static const std::regex pattern(R"(\..+\.tmp-([0-9]{1,9}))");
+  std::smatch m;
+  if (!std::regex_match(name, m, pattern)) return false;
+  const pid_t pid = pid_t(std::stol(m[1].str()));
+  return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;  // EPERM: alive, another user's
+}
+
+void check_output_file(const std::string& path, const std::string& option) {
+  if (path.empty()) throw user_error("", 0, option, "give a file name");
+  const fs::path p(path);
+  refuse_symlink(p, option);
+  std::error_code ec;
+  if (fs::is_directory(p, ec))
+    throw user_error(path, 0, option, "is a directory", "give a file name, e.g. " + (p / "out").string());
+  check_writable_folder(folder_of(p), path, option);
+}
+
+void check_output_folder(const std::string& path, const std::string& option) {
+  if (path.empty()) throw user_error("", 0, option, "give a folder name");
+  const fs::path p(path);
+  refuse_symlink(p, option);
+  std::error_code ec;
+  if (fs::exists(p, ec) && !fs::is_directory(p, ec))
+    throw user_error(path, 0, option, "is a file", "choose a new or empty folder");
+  fs::path above = fs::absolute(p, ec).parent_path();
+  while (!fs::exists(above, ec) && above.has_relative_path()) above = above.parent_path();
+  check_writable_folder(above, path, option);
+}
+
+void prepare_output_file(const std::string& path, const std::string& option) {
+  check_output_file(path, option);
+  remove_stale_temporaries(folder_of(path).string());
+}
+
+void remove_stale_temporaries(const std::string& folder) {
+  std::error_code ec;
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
+    if (is_stale_temporary(it->path().filename().string())) {
+      std::error_code ignored;  // another process may be removing it too
+      fs::remove_all(it->path(), ignored);
+    }
+}
+
+void write_output_file(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  const fs::path p(path);
+  refuse_symlink(p, "");
+  const fs::path tmp = temporary_name(p);
+  try {
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      if (!out) {
+        const std::error_code ec(errno, std::generic_category());
+        throw filesystem_user_error(path, "create the file", ec);
+      }
+      errno = 0;
+      write(out);
+      out.flush();
+      if (!out) {
+        const std::error_code ec(errno ? errno : EIO, std::generic_category());
+        throw filesystem_user_error(path, "write the file", ec);
+      }
+    }
+    sync_path(tmp, O_RDONLY);
+    rename_file(tmp.string(), path);
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw;
+  }
+  sync_path(folder_of(p), O_RDONLY | O_DIRECTORY);
+}
+
+}  // namespace spread

@@ -16,6 +16,8 @@ namespace spread {
 // not 2-D, big-endian, format 3.0, a truncated file).
 Eigen::MatrixXd read_npy_matrix(const std::string& path);
 
+// The writers replace `path` whole or leave it as it was (util/file.h, write_output_file).
+
 // Writes `m` as a C-order '<f8' array in format 1.0 (numpy.load reads it).
 void write_npy_matrix(const std::string& path, const Eigen::MatrixXd& m);
 

@@ -40,7 +40,7 @@ LayerReport diagnose_layer(int64_t layer, const std::vector<Eigen::MatrixXd>& to
 
 std::string format_report(const DiagnoseReport& report);  // the console table
 nlohmann::json report_json(const DiagnoseReport& report);  // NaN becomes null
-void write_report_json(const DiagnoseReport& report, const std::string& path);
+void write_report_json(const DiagnoseReport& report, const std::string& path);  // replaced whole (util/file.h)
 
 // [n, F] tensor of any float dtype and device -> n x F float64 list.
 Eigen::MatrixXd token_list_from_tensor(const torch::Tensor& x);

@@ -94,7 +94,8 @@ struct WardCalibration {
   double threshold = 0;
   double target_mean = 0;
   double achieved_mean = 0;  // mean output count at `threshold`
-  double unpooled_mean = 0;  // mean n
+  double unpooled_mean = 0;  // mean n: the most a target can reach (threshold 0)
+  double fewest_mean = 0;    // mean count after every merge: the least a target can reach
   int64_t documents = 0;
 };
 WardCalibration calibrate_ward_threshold(const std::vector<RowMatrixXd>& docs, double target_tokens,

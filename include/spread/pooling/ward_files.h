@@ -7,7 +7,8 @@
 //                      fcluster's numbering)
 // Files are read in name order, a bounded number at a time, and pooled on worker threads. Bad input (no directory,
 // no .npy file, a file that is not a 2-D float array, a non-finite value, output over the input) throws UserError
-// naming the file; documents before it have been written.
+// naming the file; documents before it have been written. The output names are checked before any pooling and each
+// file is replaced whole (util/file.h: an existing one is replaced, a symbolic link at a name is refused).
 #include <cstdint>
 #include <functional>
 #include <string>

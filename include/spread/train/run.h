@@ -29,7 +29,8 @@ LoadedRun load_run(const std::string& run_dir);
 
 // Samples from the run's model and hands the text to `emit` as it is produced: the prompt first, then the text of
 // each token as it is drawn (see data/text_stream.h), so a long generation shows progress. An empty prompt (or
-// one that encodes to nothing) starts from a newline.
+// one that encodes to nothing) starts from a newline. A run that is no LM (train.objective other than "lm") is a
+// UserError naming its objective.
 void generate_text(LoadedRun& run, const std::string& prompt, const SampleOptions& options,
                    const std::function<void(const std::string&)>& emit);
 

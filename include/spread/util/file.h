@@ -23,3 +23,39 @@ UserError filesystem_user_error(const std::string& path, const std::string& doin
 UserError filesystem_user_error(const std::filesystem::filesystem_error& e);
 
 }  // namespace spread
+
+// Outputs (encode, pool, eval and diagnose --out, export's folder, and the run's own files), one rule for all:
+//   - an existing output is replaced whole: written under a temporary name in the same folder
+//     (".NAME.tmp-PID"), flushed and synced, then renamed over NAME; a failed write or a kill leaves the previous
+//     file as it was and never a partial one under NAME (the temporary is removed on error; one left by a killed
+//     process is removed by remove_stale_temporaries);
+//   - a symbolic link at NAME is refused (UserError), never replaced nor written through; links among the folders
+//     above NAME are followed as any path is.
+#include <functional>
+#include <ostream>
+
+namespace spread {
+
+// Checked before the work, so that a bad --out fails at once: `path` is no symbolic link and no directory, and its
+// folder exists and is writable. UserError naming `path` and `option`, with the OS's reason.
+void check_output_file(const std::string& path, const std::string& option);
+
+// The same for a folder that is made or replaced whole (export --out): no symbolic link, no file, and the nearest
+// existing folder above it writable (missing folders between are created).
+void check_output_folder(const std::string& path, const std::string& option);
+
+// check_output_file, then remove_stale_temporaries of its folder: for a command writing one output file.
+void prepare_output_file(const std::string& path, const std::string& option);
+
+// Removes what killed processes left in `folder`: entries named ".NAME.tmp-PID" whose PID is no live process.
+void remove_stale_temporaries(const std::string& folder);
+
+// Writes `path` as promised above; `write` fills the stream (a failed stream is a write error).
+void write_output_file(const std::string& path, const std::function<void(std::ostream&)>& write);
+
+// The temporary name of `path` in this process (".NAME.tmp-PID" in its folder), and whether `name` is such a name
+// of a process that no longer runs.
+std::filesystem::path temporary_name(const std::filesystem::path& path);
+bool is_stale_temporary(const std::string& name);
+
+}  // namespace spread
