@@ -17,6 +17,10 @@ requirements="$root/scripts/python-requirements.txt"
 stamp="$venv/.spread-requirements.sha256"
 want="$(sha256sum "$requirements" | cut -d' ' -f1)"
 
+# One maker at a time: a second caller (another clone's tests, a parallel job) waits here, then reuses it.
+mkdir -p "$(dirname "$venv")"
+exec 9> "$venv.lock"
+flock 9
 if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
   echo "$venv/bin/python"
   exit 0
