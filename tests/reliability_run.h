@@ -9,6 +9,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -41,10 +42,17 @@ inline Result shell(const std::string& command) {
   return r;
 }
 
+// The binary built with the tests, or $SPREAD_TEST_BINARY when set: the same tests then check another build (an
+// older one, to see a test fail before its fix).
+inline std::string spread_binary() {
+  const char* other = std::getenv("SPREAD_TEST_BINARY");
+  return other != nullptr && *other != '\0' ? other : SPREAD_BINARY;
+}
+
 // SPREAD_BLAS_AUTO=0: no re-execution for the BLAS core, which halves the start of each of the many short
 // processes here (speed is not under test).
 inline std::string spread_command(const std::string& args) {
-  return "SPREAD_BLAS_AUTO=0 " + std::string(SPREAD_BINARY) + " " + args;
+  return "SPREAD_BLAS_AUTO=0 " + spread_binary() + " " + args;
 }
 
 inline Result run(const std::string& args) { return shell(spread_command(args)); }
