@@ -378,8 +378,9 @@ void apply_override(Recipe& r, const std::string& assignment) {
   }
   // The value is read as TOML (numbers, booleans, arrays, quoted strings); a bare word is taken as a string, in an
   // array too ([q, doc]).
+  const bool takes_arrays = f->type_name.find("array") != std::string::npos;  // run.name=[x] stays the name "[x]"
   toml::table parsed;
-  if (!parse_toml_value(value, parsed) && !parse_toml_value(bare_words_quoted(value), parsed) &&
+  if (!parse_toml_value(value, parsed) && !(takes_arrays && parse_toml_value(bare_words_quoted(value), parsed)) &&
       !parse_toml_value(toml_quoted(value), parsed))
     fail(at, key, "cannot read value '" + value + "'");
   // For string keys a bare word stays the word, even one TOML reads as a number (run.name=nan, run.name=1e3).
