@@ -65,7 +65,7 @@ int cmd_compare(int argc, char** argv) {
   }
   if (!args.count("runs")) throw UserError("give at least one RUN_DIR (see `spread compare --help`)");
   std::vector<RunSummary> rows;
-  for (const auto& dir : args["runs"].as<std::vector<std::string>>()) rows.push_back(summarize(dir));
+  for (const auto& dir : every_value(args, "runs")) rows.push_back(summarize(dir));
   const bool md = args.count("markdown") > 0;
   const char* fmt_row = md ? "| {:<24} | {:<18} | {:<18} | {:>6} | {:>8} | {:>8} | {:>8} | {:>8} | {:>8} |\n"
                            : "{:<24} {:<18} {:<18} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8}\n";

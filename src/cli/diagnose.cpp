@@ -40,7 +40,7 @@ int64_t parse_pairs(const std::string& s) {
 // One text per non-blank line (first max_texts; 0 = all), or the wordnet glosses.
 std::vector<std::string> read_texts(const std::string& spec, size_t max_texts, uint64_t seed) {
   if (spec == "wordnet") return load_wordnet_texts(max_texts, seed);
-  std::ifstream in(spec);
+  std::ifstream in = open_input_file(spec, std::ios::in);
   if (!in) throw user_error(spec, 0, "--texts", "cannot open the texts file", "one text per line, or --texts wordnet");
   std::vector<std::string> texts;
   for (std::string line; std::getline(in, line) && (max_texts == 0 || texts.size() < max_texts);) {

@@ -25,6 +25,13 @@ cxxopts::ParseResult parse_arguments(cxxopts::Options& options, int argc, char**
   return args;
 }
 
+std::vector<std::string> every_value(const cxxopts::ParseResult& args, const std::string& name) {
+  std::vector<std::string> values;
+  for (const auto& kv : args.arguments())  // in command-line order, as given
+    if (kv.key() == name) values.push_back(kv.value());
+  return values;
+}
+
 int64_t int_option(const cxxopts::ParseResult& args, const std::string& name, int64_t lo, int64_t hi) {
   return in_range<int64_t>(args, name, lo, hi);
 }

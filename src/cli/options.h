@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace spread::cli {
 
@@ -20,6 +21,10 @@ inline constexpr const char* kOutputRule =
 // Parses argv; an argument left over (a second RECIPE, a path whose option name was forgotten) is an error
 // instead of being ignored, since the run would then not be the one the user asked for.
 cxxopts::ParseResult parse_arguments(cxxopts::Options& options, int argc, char** argv);
+
+// Every value given to a repeatable option, each whole: as<std::vector<std::string>>() would split each at its
+// commas (cxxopts' list syntax), and `--set data.columns=[q,doc]` would reach the recipe as two broken keys.
+std::vector<std::string> every_value(const cxxopts::ParseResult& args, const std::string& name);
 
 // The value of --name, which must lie in [lo, hi] (and be finite).
 int64_t int_option(const cxxopts::ParseResult& args, const std::string& name, int64_t lo, int64_t hi);

@@ -56,7 +56,7 @@ int cmd_report(int argc, char** argv) {
     return 0;
   }
   if (!args.count("runs")) throw user_error("", 0, "", "no run directory given", "spread report RUN_DIR [RUN_DIR ...]");
-  const auto dirs = args["runs"].as<std::vector<std::string>>();
+  const auto dirs = every_value(args, "runs");
   std::string out = args.count("out") ? args["out"].as<std::string>()
                     : dirs.size() == 1 ? (std::filesystem::path(dirs[0]) / "report.html").string()
                                        : std::string("report.html");

@@ -43,8 +43,7 @@ int cmd_train(int argc, char** argv) {
       throw UserError("--nproc starts its own workers; under torchrun (WORLD_SIZE is set) leave it out");
     return launch_local_workers(args["nproc"].as<int>(), worker_args);
   }
-  std::vector<std::string> overrides;
-  if (args.count("set")) overrides = args["set"].as<std::vector<std::string>>();
+  const std::vector<std::string> overrides = every_value(args, "set");
   if (args.count("resume") && args.count("recipe"))
     throw UserError("give either a RECIPE or --resume RUN_DIR, not both (see `spread train --help`)");
   if (args.count("resume")) return train(recipe_of_run(args["resume"].as<std::string>(), overrides), TrainStart::Resume);

@@ -13,6 +13,7 @@
 #include <toml++/toml.h>
 
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace spread {
 namespace {
@@ -192,6 +193,8 @@ Field layers_field(std::string key) {
 
 constexpr int64_t kBig = std::numeric_limits<int64_t>::max();
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// Tokens per encoder text: [CLS], at least one token of the text, [SEP].
+constexpr int64_t kMinEncoderLength = 3;
 
 #define REF(expr) [](Recipe& r) -> auto& { return r.expr; }
 
@@ -333,6 +336,34 @@ void apply_table(Recipe& r, const toml::table& table, const std::string& prefix,
   }
 }
 
+std::string toml_quoted(const std::string& word) {
+  std::string quoted = "\"";
+  for (char c : word) quoted += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+  return quoted + "\"";
+}
+
+// "[q, doc]" -> "[\"q\", \"doc\"]"; items already quoted stay as they are, a value that is no array is returned whole.
+std::string bare_words_quoted(const std::string& value) {
+  if (value.size() < 2 || value.front() != '[' || value.back() != ']') return value;
+  std::vector<std::string> items;
+  std::stringstream inner(value.substr(1, value.size() - 2));
+  for (std::string item; std::getline(inner, item, ',');) {
+    const size_t b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+    item = b == std::string::npos ? "" : item.substr(b, e - b + 1);
+    items.push_back(!item.empty() && (item.front() == '"' || item.front() == '\'') ? item : toml_quoted(item));
+  }
+  return fmt::format("[{}]", fmt::join(items, ", "));
+}
+
+bool parse_toml_value(const std::string& value, toml::table& out) {
+  try {
+    out = toml::parse("v = " + value);
+    return true;
+  } catch (const toml::parse_error&) {
+    return false;
+  }
+}
+
 void apply_override(Recipe& r, const std::string& assignment) {
   const Origin at{"--set", 0};
   auto eq = assignment.find('=');
@@ -345,19 +376,13 @@ void apply_override(Recipe& r, const std::string& assignment) {
     fail(at, key, "unknown key", is_section(section) ? "valid keys in [" + section + "]: " + keys_of_section(section)
                                                      : "valid sections: " + top_sections());
   }
-  // The value is read as TOML (numbers, booleans, arrays, quoted strings); a bare word is taken as a string.
+  // The value is read as TOML (numbers, booleans, arrays, quoted strings); a bare word is taken as a string, in an
+  // array too ([q, doc]).
+  const bool takes_arrays = f->type_name.find("array") != std::string::npos;  // run.name=[x] stays the name "[x]"
   toml::table parsed;
-  try {
-    parsed = toml::parse("v = " + value);
-  } catch (const toml::parse_error&) {
-    std::string quoted = "\"";
-    for (char c : value) quoted += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-    try {
-      parsed = toml::parse("v = " + quoted + "\"");
-    } catch (const toml::parse_error&) {
-      fail(at, key, "cannot read value '" + value + "'");
-    }
-  }
+  if (!parse_toml_value(value, parsed) && !(takes_arrays && parse_toml_value(bare_words_quoted(value), parsed)) &&
+      !parse_toml_value(toml_quoted(value), parsed))
+    fail(at, key, "cannot read value '" + value + "'");
   // For string keys a bare word stays the word, even one TOML reads as a number (run.name=nan, run.name=1e3).
   const toml::node& node = *parsed.get("v");
   const bool wants_string = f->type_name == "string" || f->type_name == "string or array of strings";
@@ -404,6 +429,11 @@ void validate_objective(const Recipe& r) {
          r.data.source == "beir" ? "the BEIR folder" : "the data file(s)");
   if (objective == "mlm" && r.model.causal)
     fail(at, "model.causal", "masked-language-model pretraining needs a bidirectional encoder", "set model.causal = false");
+  // [CLS] and [SEP] frame every encoder text: a shorter length would leave the text itself out.
+  if (r.is_encoder_objective() && r.data.max_length > 0 && r.data.max_length < kMinEncoderLength)
+    fail(at, "data.max_length", fmt::format("{} leaves no room for a text token between [CLS] and [SEP]",
+                                            r.data.max_length),
+         fmt::format("use at least {} (0 = model.block_size)", kMinEncoderLength));
   if (r.data.max_length > r.model.block_size)
     fail(at, "data.max_length", fmt::format("{} is longer than model.block_size = {}", r.data.max_length, r.model.block_size),
          "raise model.block_size or lower data.max_length");
@@ -418,9 +448,11 @@ void validate_objective(const Recipe& r) {
 void validate(const Recipe& r) {
   const Origin at{r.source, 0};
   // "." and ".." would put the run in out_dir itself or in its parent, beside (and over) other runs' files.
-  if (r.run.name.empty() || r.run.name.find('/') != std::string::npos || r.run.name == "." || r.run.name == "..")
+  // A blank name makes a directory that no listing shows and no shell command names without quotes.
+  const bool blank = r.run.name.find_first_not_of(" \t\r\n") == std::string::npos;
+  if (blank || r.run.name.find('/') != std::string::npos || r.run.name == "." || r.run.name == "..")
     fail(at, "run.name", "'" + r.run.name + "' is not a directory name",
-         "use a non-empty name without '/', not . or ..");
+         "use a name with a visible character and without '/', not . or ..");
   if (r.run.device != "cpu" && r.run.device.rfind("cuda", 0) != 0 && r.run.device != "mps")
     fail(at, "run.device", "'" + r.run.device + "' is not a device", "use cpu, cuda or cuda:N");
   if (r.model.n_embd % r.model.n_head != 0)
@@ -462,11 +494,9 @@ Recipe parse_recipe(const std::string& toml_text, const std::string& source_name
 }
 
 Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw user_error(path, 0, "", "cannot read the recipe file", "check the path");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_recipe(ss.str(), path, overrides);
+  auto text = read_whole_file(path);
+  if (!text) throw user_error(path, 0, "", "cannot read the recipe file", "check the path");
+  return parse_recipe(*text, path, overrides);
 }
 
 std::string recipe_to_toml(const Recipe& recipe) {

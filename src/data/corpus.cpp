@@ -1,4 +1,5 @@
 #include "spread/data/corpus.h"
+#include "spread/data/text_check.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +17,7 @@
 namespace spread {
 namespace {
 
-// Tokenizers read UTF-8 only; checked here, where the file and line are still known.
+// Tokenizers read UTF-8 without NUL bytes only; checked here, where the file and line are still known.
 std::string read_text_file(const std::string& path, const std::string& recipe_file) {
   if (std::error_code ec; std::filesystem::is_directory(path, ec))
     throw user_error(recipe_file, 0, "data.path", "'" + path + "' is a directory", "list the text files in it");
@@ -24,9 +25,7 @@ std::string read_text_file(const std::string& path, const std::string& recipe_fi
   if (!bytes) throw user_error(recipe_file, 0, "data.path", "cannot read '" + path + "'", "check the path");
   std::string text = std::move(*bytes);
   if (text.empty()) throw user_error(recipe_file, 0, "data.path", "'" + path + "' is empty");
-  if (const int64_t bad = first_invalid_utf8(text); bad >= 0)
-    throw user_error(path, int(1 + std::count(text.begin(), text.begin() + bad, '\n')), "",
-                     fmt::format("invalid UTF-8 at byte offset {}", bad), "re-encode the file as UTF-8");
+  check_text_file(text, path);
   return text;
 }
 
@@ -74,6 +73,8 @@ std::string jsonl_document(const std::string& line, const std::string& file, int
     throw user_error(file, line_no, key, "not a JSON object with a string field \"text\"",
                      "one {\"text\": ...} object per line (\"title\" optional)");
   std::string text = doc["text"].get<std::string>();
+  if (text.find('\0') != std::string::npos)  // a \u0000 escape
+    throw user_error(file, line_no, key, "a NUL character in \"text\"", "texts hold no NUL characters");
   if (doc.contains("title") && doc["title"].is_string() && !doc["title"].get<std::string>().empty())
     text = doc["title"].get<std::string>() + " " + text;
   return text;

@@ -106,7 +106,7 @@ size_t item_size(const NpyHeader& h, const std::string& path) {
 }  // namespace
 
 Eigen::MatrixXd read_npy_matrix(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in = open_input_file(path);
   if (!in) throw user_error(path, 0, "", "cannot open the .npy file");
   const NpyHeader h = read_header(in, path);
   const size_t item = item_size(h, path);

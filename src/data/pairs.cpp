@@ -87,6 +87,8 @@ std::string text_problem(const std::string& text, const std::string& what) {
   if (is_blank(text)) return what + " is empty";
   if (int64_t at = first_invalid_utf8(text); at >= 0)
     return "invalid UTF-8 in " + what + " (byte " + std::to_string(at) + " of the field)";
+  if (size_t at = text.find('\0'); at != std::string::npos)  // text holds none (spread/data/text_check.h)
+    return "a NUL byte in " + what + " (byte " + std::to_string(at) + " of the field)";
   return "";
 }
 
@@ -189,7 +191,18 @@ std::vector<PairExample> read_delimited_pairs(const std::string& path, RowFormat
   return examples;
 }
 
-// A JSONL file: one object per line with string fields; the first object's keys act as the header.
+// The first column of [anchor, positive, negative...] that `keys` lack ("" when it has them all).
+std::string first_missing_column(const std::vector<std::string>& keys, const PairSourceSpec& spec) {
+  const std::vector<std::string> wanted = spec.columns.empty() ? std::vector<std::string>{"anchor", "positive"}
+                                                               : spec.columns;
+  for (const auto& name : wanted)
+    if (std::find(keys.begin(), keys.end(), name) == keys.end()) return name;
+  return "";
+}
+
+// A JSONL file: one object per line with string fields; the keys of the first object that has the columns act as
+// the header. Objects before it that lack one are bad rows like any other; when no object has them, the columns
+// are wrong (data.columns, or the file), which is the file's error.
 std::vector<PairExample> read_jsonl_pairs(const std::string& path, const PairSourceSpec& spec, BadRows& bad,
                                           std::vector<std::string>& column_names) {
   using ordered_json = nlohmann::ordered_json;  // keeps the file's key order, so negatives keep theirs
@@ -199,6 +212,8 @@ std::vector<PairExample> read_jsonl_pairs(const std::string& path, const PairSou
   int64_t number = 0;
   column_names.clear();
   bool have_columns = false;
+  std::optional<std::vector<std::string>> first_keys;  // of the first object
+  std::vector<std::pair<int64_t, std::string>> before_header;  // objects without the columns, before one with them
   std::vector<PairExample> examples;
   while (lines.next(line, number)) {
     if (is_blank(line)) continue;
@@ -214,6 +229,14 @@ std::vector<PairExample> read_jsonl_pairs(const std::string& path, const PairSou
     if (!have_columns) {
       std::vector<std::string> keys;
       for (const auto& item : obj.items()) keys.push_back(item.key());
+      if (!first_keys) first_keys = keys;
+      if (const std::string missing = first_missing_column(keys, spec); !missing.empty()) {
+        std::string problem = "no field '" + missing + "' (its fields: " + join(keys, ", ") + ")";
+        if (spec.strict) bad.add(path, number, problem);  // throws, naming this line
+        before_header.emplace_back(number, std::move(problem));
+        continue;
+      }
+      for (const auto& [line_no, problem] : before_header) bad.add(path, line_no, problem);
       for (size_t c : resolve_columns(keys, spec, path, "first object's fields")) column_names.push_back(keys[c]);
       have_columns = true;
     }
@@ -238,6 +261,8 @@ std::vector<PairExample> read_jsonl_pairs(const std::string& path, const PairSou
     }
     examples.push_back(std::move(ex));
   }
+  // No object has the columns: resolve_columns throws, naming the first object's fields.
+  if (!have_columns && first_keys) resolve_columns(*first_keys, spec, path, "first object's fields");
   return examples;
 }
 
@@ -314,7 +339,7 @@ Loaded load_wordnet_pairs(const PairSourceSpec& spec) {
 // --- source "stsb" ---------------------------------------------------------------------------------------------
 
 // STS-B rows (sentence1, sentence2, score) of a CSV file; a first row whose score is not a number is a header.
-// Calls fn(a, b, score) per good row.
+// Calls fn(a, b, score, line) per good row.
 template <typename Fn>
 void for_each_sts_row(const std::string& path, const std::string& text, BadRows& bad, bool check_range, Fn&& fn) {
   RowReader reader(text, RowFormat::csv);
@@ -343,7 +368,7 @@ void for_each_sts_row(const std::string& path, const std::string& text, BadRows&
       bad.add(path, row.line, problem);
       continue;
     }
-    fn(std::move(row.fields[0]), std::move(row.fields[1]), *score);
+    fn(std::move(row.fields[0]), std::move(row.fields[1]), *score, row.line);
   }
 }
 
@@ -356,7 +381,7 @@ Loaded load_stsb(const PairSourceSpec& spec, BadRows& bad) {
   int64_t rows = 0;
   for (const auto& path : spec.paths) {
     const std::string text = read_data_file(path, spec);
-    for_each_sts_row(path, text, bad, /*check_range=*/true, [&](std::string a, std::string b, double score) {
+    for_each_sts_row(path, text, bad, /*check_range=*/true, [&](std::string a, std::string b, double score, int64_t) {
       ++rows;
       if (score >= kStsbPositiveScore) out.examples.push_back({std::move(a), std::move(b), {}});
     });
@@ -685,11 +710,12 @@ std::vector<StsPair> load_sts_csv(const std::string& path) {
       const auto score = parse_number(row.fields[score_col]);
       if (problem.empty() && !score) problem = "relatedness_score '" + row.fields[score_col] + "' is not a number";
       if (!problem.empty()) strict.add(path, row.line, problem);
-      pairs.push_back({row.fields[col.a], row.fields[col.b], *score});
+      pairs.push_back({row.fields[col.a], row.fields[col.b], *score, int64_t(row.line)});
     }
   } else {
-    for_each_sts_row(path, *text, strict, /*check_range=*/false, [&](std::string a, std::string b, double score) {
-      pairs.push_back({std::move(a), std::move(b), score});
+    for_each_sts_row(path, *text, strict, /*check_range=*/false,
+                     [&](std::string a, std::string b, double score, int64_t line) {
+      pairs.push_back({std::move(a), std::move(b), score, line});
     });
   }
   if (pairs.empty()) throw user_error(path, 0, "", "no sentence pairs in this STS file");

@@ -1,8 +1,10 @@
 #include "spread/data/special_tokens.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <string_view>
 #include <nlohmann/json.hpp>
 
 #include "spread/util/error.h"
@@ -101,17 +103,49 @@ std::unique_ptr<Tokenizer> with_special_tokens(std::unique_ptr<Tokenizer> base, 
   return std::make_unique<SpecialTokenizer>(std::move(base), count);
 }
 
+namespace {
+
+// Ids past the limit that a prefix must give, so that a word cut at its end is not among those kept.
+constexpr size_t kPrefixMarginIds = 16;
+// Bytes of the first prefix per id wanted: well above the bytes per token of any tokenizer here (char: 1-4).
+constexpr size_t kPrefixBytesPerId = 16;
+
+// `text` cut to at most `bytes`, at its last whitespace in the second half of that (else at a character boundary,
+// so that a text with one early space is not read whole).
+std::string_view cut_at_whitespace(std::string_view text, size_t bytes) {
+  if (bytes >= text.size()) return text;
+  const size_t space = text.find_last_of(" \t\r\n", bytes);
+  if (space != std::string_view::npos && space > bytes / 2) return text.substr(0, space);
+  while (bytes > 0 && (static_cast<unsigned char>(text[bytes]) & 0xC0) == 0x80) --bytes;  // a continuation byte
+  return text.substr(0, bytes);
+}
+
+// The first `max_ids` ids of tokenizer.encode(text), from a prefix of the text, so that a 10 MB line costs the
+// memory of what is kept (tokenizing all of it took 1.6 GB in sentencepiece): a prefix cut at whitespace, twice as
+// long each time until its ids are at least max_ids plus a margin (or it is the whole text). The tokenizers here
+// split at whitespace before they merge (sentencepiece's split_by_whitespace, the pre-tokenizers of BERT and
+// GPT-2), so the ids before the cut are those of the whole text; the margin keeps the last word, which a cut
+// without whitespace may split, out of the result.
+std::vector<int32_t> encode_prefix(const Tokenizer& tokenizer, const std::string& text, size_t max_ids) {
+  const size_t wanted = max_ids + kPrefixMarginIds;
+  for (size_t bytes = std::max<size_t>(wanted * kPrefixBytesPerId, 4096);; bytes *= 2) {
+    const std::string_view prefix = cut_at_whitespace(text, bytes);
+    std::vector<int32_t> ids = tokenizer.encode(std::string(prefix));
+    if (prefix.size() == text.size() || ids.size() >= wanted) {
+      if (ids.size() > max_ids) ids.resize(max_ids);
+      return ids;
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<int32_t> encode_for_encoder(const Tokenizer& tokenizer, const std::string& text, int64_t max_length,
                                         int32_t marker) {
-  std::vector<int32_t> ids = tokenizer.encode(text);
   const SpecialIds s = tokenizer.special_ids();
-  if (!s.present()) {
-    if (int64_t(ids.size()) > max_length) ids.resize(size_t(max_length));
-    return ids;
-  }
-  const int64_t frame = marker >= 0 ? 3 : 2;
-  const auto body = size_t(std::max<int64_t>(max_length - frame, 0));
-  if (ids.size() > body) ids.resize(body);
+  const int64_t frame = !s.present() ? 0 : marker >= 0 ? 3 : 2;
+  std::vector<int32_t> ids = encode_prefix(tokenizer, text, size_t(std::max<int64_t>(max_length - frame, 0)));
+  if (!s.present()) return ids;
   if (marker >= 0) ids.insert(ids.begin(), marker);
   ids.insert(ids.begin(), s.cls);
   ids.push_back(s.sep);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace spread {
 namespace {
@@ -55,13 +56,22 @@ bool parse_synset_line(const std::string& line, WordnetSynset& out) {
 }  // namespace
 
 std::vector<WordnetSynset> load_wordnet(const std::string& dir) {
+  // Only the default folder missing means WordNet is not installed; a folder the recipe names is the user's path.
+  const bool default_dir = dir == kWordnetDir;
+  if (std::error_code ec; !default_dir && !std::filesystem::exists(dir, ec))
+    throw user_error(dir, 0, "data.path", "does not exist",
+                     "name the folder that holds WordNet's data.noun, data.verb, ... (or leave data.path empty for " +
+                         std::string(kWordnetDir) + ")");
   std::vector<WordnetSynset> synsets;
   for (const char* pos : {"noun", "verb", "adj", "adv"}) {
     auto path = std::filesystem::path(dir) / (std::string("data.") + pos);
-    std::ifstream in(path);
-    if (!in)
+    std::ifstream in = open_input_file(path.string(), std::ios::in);
+    if (!in && default_dir)
       throw user_error(path.string(), 0, "data.source", "WordNet is not installed",
                        "apt-get install wordnet-base, or use data.source = \"text\" with your own files");
+    if (!in)
+      throw user_error(path.string(), 0, "data.path", "cannot read this WordNet file",
+                       "name a folder that holds WordNet's data.noun, data.verb, data.adj and data.adv");
     std::string line;
     WordnetSynset s;
     while (std::getline(in, line))

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "spread/data/corpus.h"
+#include "spread/data/text_check.h"
 #include "spread/data/npy.h"
 #include "spread/eval/embed.h"
 #include "spread/eval/encoder_eval.h"
@@ -55,6 +56,7 @@ EncoderSpec spec_of(const LoadedRun& run, const std::string& pooling, int64_t ba
 std::vector<std::string> read_texts(const std::string& path, const std::string& option = "--in") {
   auto bytes = read_whole_file(path);
   if (!bytes) throw user_error(path, 0, option, "cannot read the file", "check the path");
+  check_text_file(*bytes, path, option);
   const bool jsonl = path.size() >= 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0;
   std::vector<std::string> texts;
   std::istringstream lines(*bytes);
@@ -72,6 +74,21 @@ std::vector<std::string> read_texts(const std::string& path, const std::string& 
   return texts;
 }
 
+// A text the run's tokenizer cannot encode (a character outside an LM's char vocabulary), named by file and line:
+// the tokenizer knows only the text.
+void check_sts_texts(const Tokenizer& tokenizer, const std::vector<StsPair>& pairs, const std::string& file) {
+  for (const auto& p : pairs) {
+    for (const std::string* text : {&p.a, &p.b}) {
+      try {
+        tokenizer.encode(*text);
+      } catch (const UserError& e) {
+        const std::string which = text == &p.a ? "sentence 1: " : "sentence 2: ";
+        throw user_error(file, int(p.line), "--sts", which + e.what());
+      }
+    }
+  }
+}
+
 }  // namespace
 
 nlohmann::json evaluate_embeddings(LoadedRun& run, const EmbeddingEvalRequest& request) {
@@ -80,6 +97,7 @@ nlohmann::json evaluate_embeddings(LoadedRun& run, const EmbeddingEvalRequest& r
                            {"pooling", request.pooling.empty() ? run.recipe.loss.contrastive.pooling : request.pooling}};
   if (!request.sts.empty()) {
     auto pairs = load_sts_csv(request.sts);
+    check_sts_texts(*run.tokenizer, pairs, request.sts);
     StsScore s = evaluate_sts(run.model, *run.tokenizer, pairs, spec);
     result["sts"] = {{"file", request.sts}, {"pairs", s.pairs}, {"spearman", s.spearman}};
   }

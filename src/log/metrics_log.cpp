@@ -5,12 +5,13 @@
 
 #include "spread/train/checkpoint.h"
 #include "spread/util/error.h"
+#include "spread/util/file.h"
 
 namespace spread {
 
 std::vector<nlohmann::json> read_metrics(const std::string& path, int* malformed) {
   std::vector<nlohmann::json> lines;
-  std::ifstream in(path);
+  std::ifstream in = open_input_file(path, std::ios::in);
   std::string line;
   int bad = 0;
   while (std::getline(in, line)) {

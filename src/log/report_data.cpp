@@ -262,7 +262,7 @@ RunData load_run_data(const std::string& dir) {
   run.dir = dir;
   run.name = run_name(dir);
   if (fs::exists(metrics)) {
-    std::ifstream f(metrics, std::ios::binary);
+    std::ifstream f = open_input_file(metrics.string());
     run.metrics = parse_metrics(f);
   } else {
     run.notes.push_back("no metrics.jsonl yet");

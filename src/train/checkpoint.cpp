@@ -79,11 +79,9 @@ std::string save_checkpoint(const std::string& run_dir, const Checkpoint& ckpt, 
 }
 
 Checkpoint read_checkpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw user_error(path, 0, "", "cannot read checkpoint");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string file = ss.str();
+  auto bytes = read_whole_file(path);
+  if (!bytes) throw user_error(path, 0, "", "cannot read checkpoint");
+  std::string file = std::move(*bytes);
   if (file.size() < kHeaderSize || std::memcmp(file.data(), kMagic, 8) != 0)
     throw user_error(path, 0, "", "not a spread checkpoint (bad magic or too short)");
   if (get<uint32_t>(file, 8) != kVersion)
@@ -126,11 +124,15 @@ std::vector<std::string> list_checkpoints(const std::string& run_dir) {
 }
 
 std::optional<Checkpoint> load_latest_checkpoint(const std::string& run_dir, std::vector<std::string>* warnings) {
-  for (const auto& path : list_checkpoints(run_dir)) {
+  const auto paths = list_checkpoints(run_dir);
+  for (size_t i = 0; i < paths.size(); ++i) {
     try {
-      return read_checkpoint(path);
+      return read_checkpoint(paths[i]);
     } catch (const std::exception& e) {
-      if (warnings) warnings->push_back(std::string(e.what()) + "; using the previous checkpoint");
+      const bool older_left = i + 1 < paths.size();
+      if (warnings)
+        warnings->push_back(std::string(e.what()) +
+                            (older_left ? "; using the previous checkpoint" : "; no older checkpoint is left"));
     }
   }
   return std::nullopt;

@@ -22,7 +22,7 @@ constexpr const char* kTokenFiles[] = {"train.bin", "val.bin"};
 
 // "<bytes>:<crc32 hex>", read in chunks (token files can be large).
 std::string fingerprint(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in = open_input_file(path.string());
   if (!in) throw user_error(path.string(), 0, "", "cannot read the file to check it");
   std::vector<char> buf(1 << 20);
   uLong crc = crc32(0L, Z_NULL, 0);
@@ -58,6 +58,32 @@ std::string recovery_hint(const std::string& name) {
 }
 
 }  // namespace
+
+FreshStartCleanup::FreshStartCleanup(const std::string& run_dir) : run_dir_(run_dir) {
+  std::error_code ec;
+  fs::path missing;
+  for (fs::path p = fs::absolute(run_dir, ec).lexically_normal(); !p.empty() && !fs::exists(fs::symlink_status(p, ec));
+       p = p.parent_path()) {
+    missing = p;
+    if (p == p.parent_path()) break;
+  }
+  created_root_ = missing.string();
+  if (created_root_.empty())
+    for (const auto& e : fs::directory_iterator(run_dir, ec)) entries_before_.insert(e.path().filename().string());
+}
+
+FreshStartCleanup::~FreshStartCleanup() {
+  if (!armed_) return;
+  std::error_code ignored;  // a destructor that runs while an error unwinds: removal is best effort
+  if (!created_root_.empty()) {
+    fs::remove_all(created_root_, ignored);
+    return;
+  }
+  std::vector<fs::path> added;
+  for (const auto& e : fs::directory_iterator(run_dir_, ignored))
+    if (!entries_before_.count(e.path().filename().string())) added.push_back(e.path());
+  for (const auto& p : added) fs::remove_all(p, ignored);
+}
 
 void record_run_files(const std::string& run_dir) {
   nlohmann::json record = nlohmann::json::object();

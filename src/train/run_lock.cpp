@@ -33,8 +33,12 @@ void write_pid(int fd) {
 
 RunLock::RunLock(const std::string& run_dir) {
   const std::string path = (std::filesystem::path(run_dir) / "train.lock").string();
-  // No O_TRUNC: the file may hold the pid of a live holder, which a refused process reports.
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // No O_TRUNC: the file may hold the pid of a live holder, which a refused process reports. O_NOFOLLOW: a link
+  // planted here would have the pid written over the file it points to.
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd_ < 0 && errno == ELOOP)
+    throw user_error(path, 0, "", "is a symbolic link; spread writes its lock only into a file of its own",
+                     "remove the link (rm " + path + "); the file it points to was not touched");
   if (fd_ < 0)
     throw filesystem_user_error(path, "create the run's lock file", std::error_code(errno, std::generic_category()));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {

@@ -220,6 +220,9 @@ void open_run(Run& run, TrainStart start, const std::function<void(const std::st
     throw user_error(run.dir, 0, "run.name",
                      "this run directory already holds checkpoints; refusing to overwrite them",
                      "continue it with `spread train --resume " + run.dir + "`, or choose another run.name");
+  // Every directory the run writes into (itself, and ckpt/ of save_checkpoint), checked before the first step
+  // rather than at the first checkpoint.
+  for (const fs::path& dir : {fs::path(run.dir), fs::path(run.dir) / "ckpt"}) require_writable_directory(dir.string());
   if (start == TrainStart::Fresh) {
     for (const char* stale : {"tokenizer.model", "tokenizer.chars", "tokenizer.json", "train.bin", "val.bin",
                               "metrics.jsonl", kRunFilesName})
@@ -387,12 +390,15 @@ int train_run(const Recipe& recipe, TrainStart start) {
     g_quiet = run.rank != 0;
     refuse_different_recipes(run);
   }
+  std::optional<RunLock> lock;  // before the cleanup, which so runs while the lock is still held
+  std::optional<FreshStartCleanup> cleanup;
+  if (start == TrainStart::Fresh && run.rank == 0) cleanup.emplace(run.dir);
   make_directories(run.dir);  // the lock lives inside; creating an empty directory harms no other process
-  std::optional<RunLock> lock;
   std::optional<Checkpoint> resume_from;
   if (run.rank == 0) {
     try {
       lock.emplace(run.dir);
+      if (cleanup) cleanup->arm();
       if (start == TrainStart::Resume) {  // checked before anything is rebuilt or written
         resume_from = checkpoint_to_use(run.dir, [](const std::string& w) { say("warning: " + w); });
         const int64_t trained_on = resume_from->meta.value("world_size", int64_t(1));
@@ -452,6 +458,7 @@ int train_run(const Recipe& recipe, TrainStart start) {
   MetricsLog log(run.rank == 0 ? run.dir : "", start == TrainStart::Resume ? run.step : -1);
   if (start == TrainStart::Resume) log.write({{"step", run.step}, {"event", "resume"}});
   else log.write({{"step", 0}, {"event", "start"}, {"blas_core", blas.core}});
+  if (cleanup) cleanup->keep();  // a run now, which compare and --resume know
 
   g_stop_signal = 0;
   std::signal(SIGINT, on_stop_signal);

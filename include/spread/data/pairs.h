@@ -107,6 +107,7 @@ std::vector<int64_t> seeded_permutation(int64_t n, uint64_t seed, uint64_t strea
 struct StsPair {
   std::string a, b;
   double score;
+  int64_t line = 0;  // in the file, for messages (0 = unknown)
 };
 
 // An STS file: STS-B's CSV (no header, or a header whose third field is not a number; sentence1, sentence2, score),

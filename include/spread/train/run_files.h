@@ -3,6 +3,7 @@
 // training) and the tokenised splits (LM: the windows a resumed run draws). Their sizes and CRC-32s are recorded
 // in RUN_DIR/checksums.json when the run starts. A resume with one of them missing or changed is refused, naming
 // the file and how to recover: a tokenizer rebuilt from changed data gives a model whose ids mean other text.
+#include <set>
 #include <string>
 
 namespace spread {
@@ -19,5 +20,27 @@ bool has_run_files_record(const std::string& run_dir);
 enum class MissingTokenFiles { Allowed, Refused };
 // Throws UserError naming the first recorded file that is missing or differs. No record: nothing to check.
 void verify_run_files(const std::string& run_dir, MissingTokenFiles missing);
+
+// What a fresh start made, removed again when it fails before training: a half-made run directory (recipe.toml,
+// train.lock, tokenizer files) would be listed by `compare` as "running or stopped". Only what the start made
+// goes: the directories it created (the run directory, and run.out_dir when it was missing too), or in a
+// directory that existed, the entries it added. Construct it before the run directory is created; arm() once the
+// run's lock is held (before that, what is in the directory may be another trainer's); keep() once training
+// starts. Not copyable.
+class FreshStartCleanup {
+ public:
+  explicit FreshStartCleanup(const std::string& run_dir);
+  ~FreshStartCleanup();
+  FreshStartCleanup(const FreshStartCleanup&) = delete;
+  FreshStartCleanup& operator=(const FreshStartCleanup&) = delete;
+  void arm() { armed_ = true; }
+  void keep() { armed_ = false; }
+
+ private:
+  std::string run_dir_;
+  std::string created_root_;          // the outermost directory that did not exist; empty when run_dir existed
+  std::set<std::string> entries_before_;  // names in run_dir when it existed
+  bool armed_ = false;
+};
 
 }  // namespace spread

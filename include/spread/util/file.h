@@ -4,6 +4,7 @@
 // long, a full disk. Readers raise their own error when a file is unreadable, since only they know which key or
 // file the user should fix.
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -11,10 +12,22 @@
 
 namespace spread {
 
+// Every reader of a user's file opens it with read_whole_file or open_input_file. Both refuse a directory (it opens
+// and reads as empty on Linux, so `spread train DIR` once trained the defaults) and a device or socket (/dev/zero
+// never ends), with a UserError naming the path. A regular file, a pipe (`--in <(zcat texts.gz)`) and a missing
+// path pass: a missing or unreadable file is left to the reader, which knows the key or option to name.
+void refuse_non_file(const std::string& path);
+
 // The file's bytes, or nullopt when it cannot be opened.
 std::optional<std::string> read_whole_file(const std::string& path);
+// The file opened for reading (not open when it cannot be).
+std::ifstream open_input_file(const std::string& path, std::ios::openmode mode = std::ios::binary);
 
 void make_directories(const std::string& path);
+// Creates `path` when missing and checks that a file can be made in it (a probe file, created and removed), so a
+// read-only location is found before the work whose output it would lose, whoever runs it (root ignores
+// permission bits, not a read-only mount).
+void require_writable_directory(const std::string& path);
 void remove_file(const std::string& path);  // a missing file is no error
 void rename_file(const std::string& from, const std::string& to);
 
