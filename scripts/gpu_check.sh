@@ -11,12 +11,12 @@
 # Usage: scripts/gpu_check.sh [LIBTORCH_PREFIX]
 #   LIBTORCH_PREFIX (or SPREAD_CUDA_TORCH): the CMake prefix of a CUDA LibTorch (unpacked libtorch/, or a pip
 #   torch's torch.utils.cmake_prefix_path); by default the one of python3's torch, if it was built with CUDA.
-#   DATA (default ../shared/data/tinyshakespeare/input.txt), STEPS (default 200).
+#   DATA (default $SPREAD_DATA/tinyshakespeare/input.txt; SPREAD_DATA defaults to ../shared/data), STEPS (default 200).
 # Exit codes: 0 checks passed, 1 a check failed, 2 no GPU or no CUDA LibTorch here (nothing is built then).
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
-data=${DATA:-../shared/data/tinyshakespeare/input.txt}
+data="${DATA:-${SPREAD_DATA:-../shared/data}/tinyshakespeare/input.txt}"
 steps=${STEPS:-200}
 
 # --- what this machine has; nothing is built unless both a GPU and a CUDA LibTorch are there ---------------
