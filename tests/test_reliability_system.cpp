@@ -153,3 +153,118 @@ TEST(DataRoot, ShippedRecipesNeedTheRootOnlyAndSayHowToSetIt) {
   EXPECT_FALSE(fs::exists(dir / "shakespeare_char"));
   fs::remove_all(dir);
 }
+
+// --- the local launcher and the rendezvous ------------------------------------------------------------------------
+
+namespace {
+
+// The pid of the child of `parent` whose environment holds RANK=<rank>, or -1.
+pid_t worker_of(pid_t parent, int rank) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = read_text((entry.path() / "stat").string());
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    std::string state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != parent) continue;
+    std::istringstream env(read_text((entry.path() / "environ").string()));
+    bool match = false;
+    for (std::string var; std::getline(env, var, '\0');) match = match || var == "RANK=" + std::to_string(rank);
+    if (match)
+      return pid_t(std::stoi(name));
+  }
+  return -1;
+}
+
+size_t logged_steps(const fs::path& run_dir) {
+  if (!fs::exists(run_dir / "metrics.jsonl")) return 0;
+  size_t n = 0;
+  for (const auto& j : spread::read_metrics((run_dir / "metrics.jsonl").string())) n += j.contains("loss");
+  return n;
+}
+
+}  // namespace
+
+// Rank 1 stopped (SIGSTOP) mid-run: rank 0 gives up after SPREAD_DIST_TIMEOUT and exits 4; the launcher then stops
+// rank 1 and exits 4 itself instead of waiting for it forever.
+TEST(Launcher, StopsTheOtherRanksWhenOneFails) {
+  const auto dir = fresh_temp_dir("launch_stop");
+  write_corpus(dir / "c.txt", 300);
+  std::ofstream(dir / "r.toml") << "[run]\nname = \"f\"\nout_dir = \"" << dir.string() << "\"\nthreads = 1\n[data]\n"
+                                << "source = \"text\"\npath = \"" << (dir / "c.txt").string() << "\"\n[tokenizer]\n"
+                                << "kind = \"char\"\n[model]\nn_layer = 1\nn_head = 2\nn_embd = 16\nblock_size = 16\n"
+                                << "[train]\nbatch_size = 2\nmax_steps = 1000000\nwarmup_steps = 1\neval_every = 0\n"
+                                << "ckpt_every = 0\nlog_every = 1\n";
+  Worker launcher = start_worker({"train", (dir / "r.toml").string(), "--nproc", "2"}, {{"SPREAD_DIST_TIMEOUT", "3"}},
+                                 (dir / "launcher.log").string());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (logged_steps(dir / "f") < 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_GE(logged_steps(dir / "f"), 3u) << read_text(launcher.log);
+  const pid_t rank1 = worker_of(launcher.pid, 1);
+  ASSERT_GT(rank1, 0);
+  kill(rank1, SIGSTOP);
+  const auto stopped_at = std::chrono::steady_clock::now();
+  const int code = wait_worker(launcher, 40);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped_at).count();
+  const std::string out = read_text(launcher.log);
+  if (code < 0) kill(rank1, SIGKILL);  // the launcher was killed by wait_worker; its worker is left
+  EXPECT_EQ(code, 4) << out;
+  EXPECT_LT(took, 20.0) << out;  // 3 s of timeout, 2 s to settle, and rank 1 ends on its SIGTERM
+  EXPECT_TRUE(contains(out, "rank 0 exited with code 4: stopping the other ranks")) << out;
+  EXPECT_FALSE(fs::exists("/proc/" + std::to_string(rank1)));
+  fs::remove_all(dir);
+}
+
+// More workers than cores: one warning line, then the run as asked (here a missing recipe: every worker says so).
+TEST(Launcher, WarnsWhenWorkersOutnumberTheCores) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const auto r = run_spread("train /nonexistent/r.toml --nproc " + std::to_string(cores + 1));
+  EXPECT_EQ(r.code, 2) << r.output;
+  const std::string warning = "warning: --nproc " + std::to_string(cores + 1) + " starts more workers than this host "
+                              "has cores (" + std::to_string(cores) + ")";
+  EXPECT_TRUE(contains(r.output, warning)) << r.output;
+  EXPECT_EQ(r.output.find("warning: --nproc"), r.output.rfind("warning: --nproc")) << r.output;
+}
+
+// The rendezvous port held by another program: each rank exits 2 with one line naming the port and MASTER_PORT, no
+// C++ stack trace.
+TEST(Rendezvous, PortInUseIsOneLineNamingTheFix) {
+  const int holder = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(holder, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_ANY);
+  address.sin_port = 0;
+  ASSERT_EQ(bind(holder, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(listen(holder, 16), 0);
+  socklen_t length = sizeof(address);
+  getsockname(holder, reinterpret_cast<sockaddr*>(&address), &length);
+  const std::string port = std::to_string(ntohs(address.sin_port));
+
+  const auto dir = fresh_temp_dir("port_in_use");
+  write_corpus(dir / "c.txt", 300);
+  std::ofstream(dir / "r.toml") << "[run]\nname = \"p\"\nout_dir = \"" << dir.string() << "\"\nthreads = 1\n[data]\n"
+                                << "source = \"text\"\npath = \"" << (dir / "c.txt").string() << "\"\n[tokenizer]\n"
+                                << "kind = \"char\"\n[model]\nn_layer = 1\nn_head = 2\nn_embd = 16\nblock_size = 16\n"
+                                << "[train]\nmax_steps = 2\n";
+  std::vector<Worker> ranks;
+  for (int rank = 0; rank < 2; ++rank)
+    ranks.push_back(start_worker({"train", (dir / "r.toml").string()},
+                                 {{"RANK", std::to_string(rank)}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+                                  {"MASTER_PORT", port}, {"SPREAD_DIST_TIMEOUT", "3"}},
+                                 (dir / ("r" + std::to_string(rank) + ".log")).string()));
+  for (const auto& w : ranks) {
+    const int code = wait_worker(w, 30);
+    const std::string out = read_text(w.log);
+    EXPECT_EQ(code, 2) << out;
+    EXPECT_EQ(line_count(out), 1u) << out;
+    EXPECT_TRUE(contains(out, "127.0.0.1:" + port) && contains(out, "MASTER_PORT")) << out;
+  }
+  close(holder);
+  fs::remove_all(dir);
+}
