@@ -21,6 +21,9 @@
 #include "cli_worker.h"
 #include "spread/config/recipe.h"
 #include "spread/log/metrics_log.h"
+#include "spread/model/transformer.h"
+#include "spread/train/memory_estimate.h"
+#include "spread/train/setup.h"
 #include "spread/util/error.h"
 
 namespace fs = std::filesystem;
@@ -151,6 +154,114 @@ TEST(DataRoot, ShippedRecipesNeedTheRootOnlyAndSayHowToSetIt) {
   EXPECT_EQ(line_count(r.output), 1u) << r.output;
   EXPECT_TRUE(contains(r.output, "key 'data.path'") && contains(r.output, "from SPREAD_DATA")) << r.output;
   EXPECT_FALSE(fs::exists(dir / "shakespeare_char"));
+  fs::remove_all(dir);
+}
+
+// --- the memory estimate ------------------------------------------------------------------------------------------
+
+// The parameter count of the estimate is the model's own (LibTorch's numel of every parameter).
+TEST(MemoryEstimate, ParameterCountIsTheModels) {
+  for (const std::vector<std::string>& sets :
+       {std::vector<std::string>{"model.n_layer=3", "model.n_embd=48", "model.block_size=40"},
+        {"model.bias=false", "model.n_embd=32"},
+        {"train.objective=maxsim", "data.source=pairs", "data.path=x.tsv", "model.causal=false", "model.head_dim=24",
+         "loss.maxsim.document_length=64"}}) {
+    const spread::Recipe r = spread::parse_recipe("", "r.toml", sets);
+    spread::Transformer model(spread::model_config(r, 101));
+    EXPECT_EQ(spread::estimate_training_memory(r, 101).parameters, model->num_parameters()) << sets[0];
+  }
+}
+
+namespace {
+
+// Trains `recipe` for 3 steps through the CLI; returns its peak RSS in bytes (the end event of metrics.jsonl) and
+// the estimate of the same recipe with the vocabulary the run built.
+std::pair<double, double> measured_and_estimated(const fs::path& dir, const std::string& recipe_text) {
+  const fs::path recipe = dir / "r.toml";
+  std::ofstream(recipe) << recipe_text;
+  const auto r = run_spread("train " + recipe.string());
+  EXPECT_EQ(r.code, 0) << r.output;
+  double peak_mib = 0;
+  for (const auto& j : spread::read_metrics((dir / "run" / "metrics.jsonl").string()))
+    if (j.value("event", "") == "end") peak_mib = j["peak_rss_mib"].get<double>();
+  const spread::Recipe parsed = spread::load_recipe(recipe.string());
+  const auto estimate = spread::estimate_training_memory(parsed, spread::estimated_vocab_size(parsed));
+  fs::remove_all(dir / "run");
+  return {peak_mib * 1024 * 1024, estimate.peak()};
+}
+
+std::string base_recipe(const fs::path& dir, const std::string& data, const std::string& model,
+                        const std::string& train) {
+  return "[run]\nname = \"run\"\nout_dir = \"" + dir.string() + "\"\nthreads = 1\n" + data + "[tokenizer]\nkind = "
+         "\"char\"\n[model]\n" + model + "[train]\nmax_steps = 3\nwarmup_steps = 1\neval_every = 0\nckpt_every = 3\n"
+         "log_every = 1\n" + train;
+}
+
+}  // namespace
+
+// Real runs of each objective, shaped so that weights and activations outweigh the runtime: the estimate is at least
+// the measured peak RSS and at most 2x it (1.29-1.49x when measured).
+TEST(MemoryEstimate, BoundsThePeakRssOfRealRuns) {
+  const auto dir = fresh_temp_dir("memory_runs");
+  write_corpus(dir / "c.txt", 3000);
+  {
+    std::ofstream pairs(dir / "p.tsv");
+    pairs << "anchor\tpositive\n";
+    // About 60 characters each: the texts fill most of the 64 tokens that the estimate takes for each.
+    for (int i = 0; i < 400; ++i)
+      pairs << "a question about thing number " << i << " and its many fine properties\tthe answer on thing number "
+            << i << " and what it does for us all in the end\n";
+  }
+  const std::string text = "[data]\nsource = \"text\"\npath = \"" + (dir / "c.txt").string() + "\"\n";
+  const std::string pairs = "[data]\nsource = \"pairs\"\npath = \"" + (dir / "p.tsv").string() + "\"\n";
+  const std::string encoder = "n_layer = 4\nn_head = 4\nn_embd = 256\nblock_size = 64\ncausal = false\n";
+  const struct {
+    const char* name;
+    std::string recipe;
+  } runs[] = {
+      {"lm", base_recipe(dir, text, "n_layer = 4\nn_head = 4\nn_embd = 256\nblock_size = 128\n", "batch_size = 32\n")},
+      {"lm without recompute, dropout",
+       base_recipe(dir, text, "n_layer = 2\nn_head = 4\nn_embd = 256\nblock_size = 128\nrecompute = false\n"
+                   "dropout = 0.1\n", "batch_size = 32\n")},
+      {"mlm", base_recipe(dir, text, encoder, "objective = \"mlm\"\nbatch_size = 64\n")},
+      {"contrastive", base_recipe(dir, pairs, encoder, "objective = \"contrastive\"\nbatch_size = 64\n")},
+      {"contrastive, cached", base_recipe(dir, pairs, encoder, "objective = \"contrastive\"\nbatch_size = 64\n"
+                                          "[loss.contrastive]\nmini_batch = 16\n")},
+      {"maxsim", base_recipe(dir, pairs, encoder + "head_dim = 64\n", "objective = \"maxsim\"\nbatch_size = 32\n"
+                             "[loss.maxsim]\nquery_length = 16\ndocument_length = 64\n")},
+  };
+  for (const auto& run : runs) {
+    const auto [measured, estimated] = measured_and_estimated(dir, run.recipe);
+    std::cout << run.name << ": peak RSS " << measured / 1048576 << " MiB, estimated " << estimated / 1048576
+              << " MiB\n";
+    EXPECT_GE(estimated, measured) << run.name;
+    EXPECT_LE(estimated, 2 * measured) << run.name;
+  }
+  fs::remove_all(dir);
+}
+
+// A shape far beyond this host is refused at once (before any allocation: within seconds, no run directory), with
+// the estimate, the memory available and the keys to change.
+TEST(MemoryEstimate, RefusesAShapeBeyondTheHostBeforeAllocating) {
+  const auto dir = fresh_temp_dir("memory_refuse");
+  write_corpus(dir / "c.txt", 300);
+  std::ofstream(dir / "r.toml") << "[run]\nname = \"big\"\nout_dir = \"" << dir.string() << "\"\n[data]\nsource = "
+                                << "\"text\"\npath = \"" << (dir / "c.txt").string() << "\"\n[tokenizer]\nkind = "
+                                << "\"char\"\n";
+  const std::string train = "train " + (dir / "r.toml").string();
+  const auto wide_started = std::chrono::steady_clock::now();
+  const auto wide = run_spread(train + " --set model.n_embd=65536 --set model.n_head=1 --set model.n_layer=1");
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - wide_started).count();
+  EXPECT_EQ(wide.code, 2) << wide.output;
+  EXPECT_EQ(line_count(wide.output), 1u) << wide.output;
+  EXPECT_TRUE(contains(wide.output, "needs about") && contains(wide.output, "available")) << wide.output;
+  EXPECT_TRUE(contains(wide.output, "model.n_embd")) << wide.output;
+  EXPECT_LT(took, 20.0);
+  EXPECT_FALSE(fs::exists(dir / "big"));
+  const auto batch = run_spread(train + " --set train.batch_size=1048576");
+  EXPECT_EQ(batch.code, 2) << batch.output;
+  EXPECT_TRUE(contains(batch.output, "lower train.batch_size")) << batch.output;
+  EXPECT_FALSE(fs::exists(dir / "big"));
   fs::remove_all(dir);
 }
 
