@@ -166,7 +166,9 @@ std::optional<double> cgroup_room() {
   return std::nullopt;
 }
 
-std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / kGiB); }
+std::string size_text(double bytes) {
+  return bytes >= kGiB ? fmt::format("{:.1f} GiB", bytes / kGiB) : fmt::format("{:.0f} MiB", bytes / kMiB);
+}
 
 }  // namespace
 
@@ -214,11 +216,11 @@ MemoryEstimate check_training_memory(const Recipe& recipe, int64_t vocab_size, i
   const double need = e.peak() * double(ranks_on_host);
   if (available.bytes <= 0 || need <= available.bytes) return e;
   throw user_error(recipe.source, 0, "",
-                   fmt::format("this run needs about {} ({}{:.0f}M parameters: {} weights, gradients and AdamW state, "
+                   fmt::format("this run needs about {} ({}{:.1f}M parameters: {} weights, gradients and AdamW state, "
                                "{} activations, {} to save a checkpoint), more than the {} available ({})",
-                               gib(need), ranks_on_host > 1 ? fmt::format("{} ranks x ", ranks_on_host) : "",
-                               double(e.parameters) / 1e6, gib(e.states), gib(e.activations), gib(e.checkpoint),
-                               gib(available.bytes), available.source),
+                               size_text(need), ranks_on_host > 1 ? fmt::format("{} ranks x ", ranks_on_host) : "",
+                               double(e.parameters) / 1e6, size_text(e.states), size_text(e.activations),
+                               size_text(e.checkpoint), size_text(available.bytes), available.source),
                    e.keys_to_change + "; SPREAD_MEMORY_CHECK=0 skips this check");
 }
 
