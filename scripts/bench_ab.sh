@@ -15,7 +15,7 @@ shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 base=${1:?usage: scripts/bench_ab.sh BASE_BINARY [NEW_BINARY]} new=${2:-build/spread}
 for bin in "$base" "$new"; do [[ -x $bin ]] || { echo "not an executable: $bin"; exit 2; }; done
-data=../shared/data/tinyshakespeare/input.txt
+data="${SPREAD_DATA:-../shared/data}/tinyshakespeare/input.txt"
 [[ -f $data ]] || { echo "no data file $data"; exit 2; }
 pairs=${PAIRS:-6} shape=${SHAPE:-B}
 out=$(mktemp -d)

@@ -8,12 +8,12 @@
 # Both use the median tokens/s of the logged windows after step 5. Needs 2 free cores to mean anything.
 # The 2-process run goes twice: with the all-reduce overlapping backward (the default) and after it
 # (SPREAD_DDP_OVERLAP=0); with the overlap, the share counts only the communication backward did not hide.
-# Usage: scripts/bench_ddp.sh [DATA_FILE]     (default ../shared/data/tinyshakespeare/input.txt); STEPS (default 30),
+# Usage: scripts/bench_ddp.sh [DATA_FILE]     (default $SPREAD_DATA/tinyshakespeare/input.txt; SPREAD_DATA defaults to ../shared/data); STEPS (default 30),
 #   ROUNDS (default 3)
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
-data="${1:-../shared/data/tinyshakespeare/input.txt}"
+data="${1:-${SPREAD_DATA:-../shared/data}/tinyshakespeare/input.txt}"
 [[ -f "$data" ]] || { echo "no data file $data (pass one as the first argument)"; exit 2; }
 [[ -x build/spread ]] || scripts/build.sh --target spread >/dev/null
 out=$(mktemp -d)

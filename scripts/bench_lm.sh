@@ -7,13 +7,13 @@
 # And bf16 mixed precision (train.precision = "bf16") against float32 on shape B, alternating in one process, with
 # MFU against this run's float32 and bf16 matmul peaks (BF16_ONLY=1: the peaks and this comparison only), and
 # shape B in bf16 between each round's nanoGPT runs (BF16_ROWS=0 leaves these rows out).
-# Usage: scripts/bench_lm.sh [DATA_FILE]     (default ../shared/data/tinyshakespeare/input.txt)
+# Usage: scripts/bench_lm.sh [DATA_FILE]     (default $SPREAD_DATA/tinyshakespeare/input.txt; SPREAD_DATA defaults to ../shared/data)
 # BLAS: OPENBLAS_CORETYPE is left as the environment has it; `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE
 # scripts/bench_lm.sh` lets spread choose the core itself.
 set -euo pipefail
 shopt -s inherit_errexit  # a failing command inside $(...) stops the script too
 cd "$(dirname "$0")/.."
-data="${1:-../shared/data/tinyshakespeare/input.txt}"
+data="${1:-${SPREAD_DATA:-../shared/data}/tinyshakespeare/input.txt}"
 [[ -f "$data" ]] || { echo "no data file $data (pass one as the first argument)"; exit 2; }
 scripts/build.sh --target spread bench_matmul bench_step >/dev/null
 out=$(mktemp -d)

@@ -11,13 +11,13 @@
 # docs/experiments/contrastive.md). Extra arguments are --set overrides for every training run.
 #   scripts/exp_contrastive.sh [--set train.max_steps=100 ...]
 # Environment: SEEDS ("1 2 3"); BACKBONE=RUN_DIR reuses a trained backbone (its measurements are redone);
-#   SOURCE and DATA_PATH replace the fine-tuning pairs (e.g. SOURCE=stsb DATA_PATH=../shared/data/stsb/stsb-en-train.csv).
+#   SOURCE and DATA_PATH replace the fine-tuning pairs (e.g. SOURCE=stsb DATA_PATH=$SPREAD_DATA/stsb/stsb-en-train.csv).
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 scripts/build.sh --target spread >/dev/null
-sts=../shared/data/stsb/stsb-en-dev.csv
-beir=../shared/data/scifact-train
+sts="${SPREAD_DATA:-../shared/data}/stsb/stsb-en-dev.csv"
+beir="${SPREAD_DATA:-../shared/data}/scifact-train"
 out=checkpoints/exp_contrastive_$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"
 python=/usr/bin/python3

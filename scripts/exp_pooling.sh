@@ -3,7 +3,7 @@
 # abstracts (recipes/mlm_scifact.toml), then, from it, the same MaxSim fine-tuning (recipes/maxsim_scifact.toml)
 # plainly and with the pooling-aware loss (pool factor 4, ste = mean), on the same data, steps and seeds; every
 # model evaluated on held-out SciFact claims against the full corpus at Ward pool factors 1, 2, 3, 4, 6, 8.
-# The SciFact folder in ../shared holds the train claims only, so the script splits them by claim (a seeded 75/25
+# The SciFact folder of the data root ($SPREAD_DATA, default ../shared/data) holds the train claims only, so the script splits them by claim (a seeded 75/25
 # split; no claim in both): fine-tuning reads the 75%, evaluation the other 25%.
 # Writes $OUT/table.md (and prints it). About 35 minutes on 2 cores with the defaults.
 #   scripts/exp_pooling.sh [--set train.max_steps=100 ...]     (extra --set go to every fine-tuning run)
@@ -23,7 +23,7 @@ mkdir -p "$out"
 started=$(date +%s)
 python=/usr/bin/python3
 
-$python - ../shared/data/scifact-train "$out" "$split_seed" <<'PY'
+$python - "${SPREAD_DATA:-../shared/data}/scifact-train" "$out" "$split_seed" <<'PY'
 import json, os, random, sys
 src, out, split_seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
 rows = [l.rstrip("\n").split("\t") for l in open(f"{src}/qrels/train.tsv", encoding="utf-8")][1:]

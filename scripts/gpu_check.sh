@@ -14,12 +14,12 @@
 #   torch (scripts/python_env.sh) or python3's, if it was built with CUDA. Not torch.utils.cmake_prefix_path
 #   (share/cmake): with that prefix TorchConfig's find_library searches the system first and, on a machine with
 #   Debian's libtorch-dev, links Debian's libtorch.so 1.13 under the wheel's 2.x headers (seen here).
-#   DATA (default ../shared/data/tinyshakespeare/input.txt), STEPS (default 200).
+#   DATA (default $SPREAD_DATA/tinyshakespeare/input.txt; SPREAD_DATA defaults to ../shared/data), STEPS (default 200).
 # Exit codes: 0 checks passed, 1 a check failed, 2 no GPU or no CUDA LibTorch here (nothing is built then).
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
-data=${DATA:-../shared/data/tinyshakespeare/input.txt}
+data="${DATA:-${SPREAD_DATA:-../shared/data}/tinyshakespeare/input.txt}"
 steps=${STEPS:-200}
 
 # --- what this machine has; nothing is built unless both a GPU and a CUDA LibTorch are there ---------------

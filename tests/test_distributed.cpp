@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cli_run.h"
+#include "cli_worker.h"
 #include "spread/log/metrics_log.h"
 #include "spread/runtime/precision.h"
 #include "spread/train/checkpoint.h"
@@ -23,54 +24,13 @@
 
 namespace fs = std::filesystem;
 using spread::testing::fresh_temp_dir;
+using spread::testing::read_text;
 using spread::testing::run_spread;
+using spread::testing::start_worker;
+using spread::testing::wait_worker;
+using spread::testing::Worker;
 
 namespace {
-
-// A spread process started with extra environment variables; its output goes to `log`.
-struct Worker {
-  pid_t pid = -1;
-  std::string log;
-};
-
-Worker start_worker(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env,
-                    const std::string& log) {
-  Worker w{-1, log};
-  w.pid = fork();
-  if (w.pid == 0) {
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    std::vector<std::string> text{SPREAD_BINARY};
-    text.insert(text.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : text) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    freopen(log.c_str(), "w", stdout);
-    dup2(fileno(stdout), 2);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return w;
-}
-
-// The exit code, or -1 when it has not ended within `seconds` (it is then killed).
-int wait_worker(const Worker& w, double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    int status = 0;
-    if (waitpid(w.pid, &status, WNOHANG) == w.pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  kill(w.pid, SIGKILL);
-  waitpid(w.pid, nullptr, 0);
-  return -1;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<std::pair<std::string, std::string>> rank_env(int rank, const fs::path& store) {
   return {{"RANK", std::to_string(rank)}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", std::to_string(rank)},

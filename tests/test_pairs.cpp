@@ -17,12 +17,12 @@
 #include "spread/data/pairs.h"
 #include "spread/util/csv.h"
 #include "spread/util/error.h"
+#include "shared_data.h"
 
 namespace spread {
 namespace {
 
 const std::string kFixtures = std::string(SPREAD_TEST_DATA_DIR) + "/pairs";
-const std::string kShared = std::string(SPREAD_TEST_DATA_DIR) + "/../../../shared/data";
 
 // The message of the UserError that `body` throws ("" when it throws none).
 template <typename Body>
@@ -271,7 +271,8 @@ TEST(Split, ValSizeIsCeilOfFractionTimesCount) {
 }
 
 TEST(Split, SickValSharesNoTextWithTrain) {
-  PairSourceSpec spec = spec_for("sick", {kShared + "/sick/SICK.txt"});
+  SHARED_DATA_OR_SKIP(file, "sick/SICK.txt");
+  PairSourceSpec spec = spec_for("sick", {file});
   spec.val_fraction = 0.2;
   const PairSet set = load_pairs(spec);
   std::set<std::string> val_texts;
@@ -375,10 +376,10 @@ TEST(Sampler, ShortBatchOnlyWhenTheSetHasNoMoreDistinctExamples) {
   for (uint64_t step = 0; step < 6; ++step) EXPECT_EQ(sampler.sample(4, step, 0, 1).size(), 2u);
 }
 
-// --- stsb, sick, beir, wordnet: the real datasets (under /work/shared/data) ------------------------------------
+// --- stsb, sick, beir, wordnet: the real datasets (under the data root; skipped without it) -------------------
 
 TEST(Stsb, PairsWithScoreAtLeastFour) {
-  const std::string file = kShared + "/stsb/stsb-en-train.csv";
+  SHARED_DATA_OR_SKIP(file, "stsb/stsb-en-train.csv");
   // Independent count: the score is the text after the last comma of each line (no sentence holds a newline);
   // awk -F, '$NF >= 4 {n++} END {print NR, n}' stsb-en-train.csv prints "5749 1406".
   std::ifstream in(file);
@@ -399,7 +400,7 @@ TEST(Stsb, PairsWithScoreAtLeastFour) {
 }
 
 TEST(Sick, EntailmentPairsAndHardNegatives) {
-  const std::string file = kShared + "/sick/SICK.txt";
+  SHARED_DATA_OR_SKIP(file, "sick/SICK.txt");
   // Python over SICK.txt's TRAIN+TRIAL rows: 1,417 ENTAILMENT pairs; 310 of their anchors have a CONTRADICTION
   // partner (as A, or as B with entailment_BA = B_contradicts_A).
   const PairSet all = load_pairs(spec_for("sick", {file}));
@@ -427,13 +428,14 @@ TEST(Sick, EntailmentPairsAndHardNegatives) {
 }
 
 TEST(Beir, ScifactTrainCountsMatchItsReadme) {
-  const BeirData data = load_beir(kShared + "/scifact-train");
+  SHARED_DATA_OR_SKIP(dir, "scifact-train");
+  const BeirData data = load_beir(dir);
   EXPECT_EQ(data.corpus_ids.size(), 5183u);
   EXPECT_EQ(data.query_ids.size(), 809u);
   size_t qrels = 0;
   for (const auto& [query, docs] : data.qrels) qrels += docs.size();
   EXPECT_EQ(qrels, 919u);
-  const PairSet set = load_pairs(spec_for("beir", {kShared + "/scifact-train"}));
+  const PairSet set = load_pairs(spec_for("beir", {dir}));
   EXPECT_EQ(set.train.size(), 919u);
   EXPECT_EQ(set.description, "beir: 919 pairs (809 queries, 5,183 documents, train.tsv); train 919, val 0");
 }
@@ -457,21 +459,68 @@ TEST(Beir, MiniFolderKeepsRelevantKnownPairs) {
   EXPECT_EQ(set.train[2].positive, "No title key.");
 }
 
-TEST(Sts, ReadsStsbCsvSickTestRowsAndAHeader) {
-  const auto dev = load_sts_csv(kShared + "/stsb/stsb-en-dev.csv");
+TEST(Sts, ReadsStsbCsvAndSickTestRows) {
+  SHARED_DATA_OR_SKIP(stsb_dev, "stsb/stsb-en-dev.csv");
+  SHARED_DATA_OR_SKIP(sick_file, "sick/SICK.txt");
+  const auto dev = load_sts_csv(stsb_dev);
   EXPECT_EQ(dev.size(), 1500u);  // its README
-  const auto sick = load_sts_csv(kShared + "/sick/SICK.txt");
+  const auto sick = load_sts_csv(sick_file);
   EXPECT_EQ(sick.size(), 4906u);  // SemEval_set TEST, its README
   for (const auto& p : sick) {
     EXPECT_GE(p.score, 1.0);
     EXPECT_LE(p.score, 5.0);
   }
+}
+
+TEST(Sts, ReadsAHeaderAndNamesABadRow) {
   const auto small = load_sts_csv(kFixtures + "/sts_header.csv");
   ASSERT_EQ(small.size(), 2u);
   EXPECT_EQ(small[0].a, "A man, smiling.");
   EXPECT_DOUBLE_EQ(small[0].score, 4.6);
   EXPECT_TRUE(
       contains(user_error_message([&] { load_sts_csv(kFixtures + "/good.tsv"); }), "good.tsv:1: row has 1 fields"));
+}
+
+// --- the same readers on extracts of those files (tests/data/shared_extracts), which every checkout has ----------
+
+const std::string kExtracts = std::string(SPREAD_TEST_DATA_DIR) + "/shared_extracts";
+
+TEST(Stsb, ExtractPairsWithScoreAtLeastFour) {
+  // awk -F, '$NF >= 4 {n++} END {print NR, n}' stsb-en-train_extract.csv prints "30 16".
+  const PairSet set = load_pairs(spec_for("stsb", {kExtracts + "/stsb-en-train_extract.csv"}));
+  EXPECT_EQ(set.train.size(), 16u);
+  EXPECT_EQ(set.bad_rows, 0);
+  EXPECT_EQ(set.train[0].anchor, "A plane is taking off.");
+  EXPECT_EQ(set.train[0].positive, "An air plane is taking off.");
+}
+
+TEST(Sick, ExtractEntailmentPairsAndHardNegatives) {
+  // Lines 860-880 of SICK.txt: TRAIN+TRIAL ENTAILMENT pairs 867, 870, 876, 880 (875 and 877 are TEST). Only 876's
+  // anchor ("An ice skating rink placed outdoors is full of people") has a TRAIN contradiction: 868, where it is
+  // sentence_B of "...is empty" with B_contradicts_A, before 874 where it is sentence_A.
+  const std::string file = kExtracts + "/SICK_extract.txt";
+  const PairSet all = load_pairs(spec_for("sick", {file}));
+  EXPECT_EQ(all.train.size(), 4u);
+  EXPECT_EQ(all.bad_rows, 0);
+  PairSourceSpec spec = spec_for("sick", {file});
+  spec.hard_negatives = true;
+  const PairSet hard = load_pairs(spec);
+  ASSERT_EQ(hard.train.size(), 1u);
+  EXPECT_EQ(hard.train[0].anchor, "An ice skating rink placed outdoors is full of people");
+  EXPECT_EQ(hard.train[0].positive, "A lot of people are in an ice skating park");
+  ASSERT_EQ(hard.train[0].negatives.size(), 1u);
+  EXPECT_EQ(hard.train[0].negatives[0], "An ice skating rink placed outdoors is empty");
+}
+
+TEST(Sts, ReadsTheTestRowsOfASickExtract) {
+  // SemEval_set TEST in the extract: pairs 865, 871, 875, 877, 884, 885; pair 865 has relatedness 3.5, pair 885
+  // (the last line, without CRLF) 3.3.
+  const auto rows = load_sts_csv(kExtracts + "/SICK_extract.txt");
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(rows[0].a, "A lot of people are in an ice skating park");
+  EXPECT_EQ(rows[0].b, "There aren't many people in the ice skating park");
+  EXPECT_DOUBLE_EQ(rows[0].score, 3.5);
+  EXPECT_DOUBLE_EQ(rows[5].score, 3.3);
 }
 
 TEST(WordnetPairs, DefinitionExampleAndLemmaDefinitionPairs) {

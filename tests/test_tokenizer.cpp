@@ -14,6 +14,7 @@
 
 #include "spread/data/tokenizer.h"
 #include "spread/util/error.h"
+#include "shared_data.h"
 
 namespace spread {
 namespace {
@@ -106,8 +107,7 @@ TEST(CharTokenizer, RoundTripsAsciiAndMultiByteText) {
 }
 
 TEST(CharTokenizer, TinyShakespeareGivesNanoGptVocabulary) {
-  const std::string path = "/work/shared/data/tinyshakespeare/input.txt";
-  if (!fs::exists(path)) GTEST_SKIP() << path << " not present";
+  SHARED_DATA_OR_SKIP(path, "tinyshakespeare/input.txt");
   // nanoGPT's data/shakespeare_char/prepare.py prints this as ''.join(sorted(set(data))).
   const std::string nanogpt = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
   const auto tok = make_char_tokenizer(read_text(path));

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -212,6 +214,7 @@ const std::vector<Field>& schema() {
       string_list_field("data.columns", REF(data.columns)),
       bool_field("data.strict", REF(data.strict)),
       bool_field("data.hard_negatives", REF(data.hard_negatives)),
+      string_field("data.root", REF(data.root)),
       string_field("tokenizer.kind", REF(tokenizer.kind), {"char", "bpe", "unigram"}),
       int_field("tokenizer.vocab_size", REF(tokenizer.vocab_size), 32, 1 << 20),
       string_field("tokenizer.model", REF(tokenizer.model)),
@@ -473,6 +476,62 @@ void validate(const Recipe& r) {
            fmt::format("layers are numbered 0 (embedding output) .. {} (last block)", r.model.n_layer));
 }
 
+// --- data.root: one folder for the data sets, "${data_root}" in the paths that name them ----------------------
+
+constexpr const char* kDataRootVariable = "${data_root}";
+
+// data.root, else SPREAD_DATA, else the folder beside the repository that the team's machines have.
+std::string data_root_of(const Recipe& r, std::string* origin) {
+  if (!r.data.root.empty()) {
+    *origin = "data.root";
+    return r.data.root;
+  }
+  if (const char* env = std::getenv("SPREAD_DATA"); env != nullptr && *env != '\0') {
+    *origin = "SPREAD_DATA";
+    return env;
+  }
+  *origin = "the default";
+  return "../shared/data";
+}
+
+// `value` with "${data_root}" replaced; any other "${...}" is an error naming the key.
+std::string expand_data_root(const std::string& value, const std::string& root, const Origin& at,
+                             const std::string& key) {
+  std::string out;
+  for (size_t i = 0; i < value.size();) {
+    if (value.compare(i, 2, "${") != 0) {
+      out += value[i++];
+      continue;
+    }
+    if (value.compare(i, std::strlen(kDataRootVariable), kDataRootVariable) != 0)
+      fail(at, key, "'" + value + "' holds an unknown variable", "the only one is ${data_root} (data.root)");
+    out += root;
+    i += std::strlen(kDataRootVariable);
+  }
+  return out;
+}
+
+// Replaces ${data_root} in every path key and records the folder in data.root. A path made from the data root must
+// exist: the usual cause is a machine without the data sets, and the fix is to say where they are.
+void resolve_data_root(Recipe& r) {
+  const Origin at{r.source, 0};
+  std::string origin;
+  const std::string root = data_root_of(r, &origin);
+  auto resolve = [&](std::string& value, const std::string& key) {
+    if (value.find("${") == std::string::npos) return;
+    value = expand_data_root(value, root, at, key);
+    if (!std::filesystem::exists(value))
+      fail(at, key, fmt::format("'{}' does not exist (data root '{}', from {})", value, root, origin),
+           std::string("set SPREAD_DATA or data.root to the folder that holds the data sets (README: Data)") +
+               (key.rfind("eval.", 0) == 0 ? ", or --set " + key + "= to leave this evaluation out" : ""));
+  };
+  for (auto& path : r.data.path) resolve(path, "data.path");
+  resolve(r.eval.sts, "eval.sts");
+  resolve(r.eval.beir, "eval.beir");
+  resolve(r.tokenizer.model, "tokenizer.model");
+  r.data.root = root;
+}
+
 }  // namespace
 
 std::string Recipe::run_dir() const { return (std::filesystem::path(run.out_dir) / run.name).string(); }
@@ -489,6 +548,7 @@ Recipe parse_recipe(const std::string& toml_text, const std::string& source_name
   }
   apply_table(r, parsed, "", source_name);
   for (const auto& o : overrides) apply_override(r, o);
+  resolve_data_root(r);
   validate(r);
   return r;
 }

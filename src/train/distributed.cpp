@@ -17,6 +17,9 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -64,10 +67,20 @@ bool is_loopback(const std::string& address) {
   return address == "localhost" || address.rfind("127.", 0) == 0 || address == "::1";
 }
 
+// The first line of an error: c10::Error's what() appends the C++ stack trace, which says nothing to a user.
+std::string first_line(const std::exception& e) {
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+  const std::string text = c10_error != nullptr ? c10_error->what_without_backtrace() : e.what();
+  return text.substr(0, text.find('\n'));
+}
+
 PeerLost peer_lost(const std::string& what, const std::exception& e) {
   return PeerLost(fmt::format("{} failed: {} (another rank stopped, crashed or did not answer within "
-                              "SPREAD_DIST_TIMEOUT; its own output says why)", what, e.what()));
+                              "SPREAD_DIST_TIMEOUT; its own output says why)", what, first_line(e)));
 }
+
+const char* kPortHint = "set MASTER_PORT (torchrun --master-port) to a free TCP port on rank 0's host, the same for "
+                        "every rank, or use spread train --nproc N, which needs no port";
 
 // Each call runs the collective and waits for it; every c10d/gloo failure becomes PeerLost.
 class C10dGroup : public ProcessGroup {
@@ -140,6 +153,40 @@ class C10dGroup : public ProcessGroup {
   c10::intrusive_ptr<Collectives> group_;
 };
 
+// Sends this process's stderr to /dev/null while it lives (nothing else runs yet when the store is opened).
+class QuietStderr {
+ public:
+  QuietStderr() : saved_(::dup(2)) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      ::dup2(null, 2);
+      ::close(null);
+    }
+  }
+  ~QuietStderr() {
+    if (saved_ < 0) return;
+    ::dup2(saved_, 2);
+    ::close(saved_);
+  }
+  QuietStderr(const QuietStderr&) = delete;
+  QuietStderr& operator=(const QuietStderr&) = delete;
+
+ private:
+  int saved_;
+};
+
+// Joining through a TCP store failed: rank 0 hosts it, so another rank's failure there most often means the port
+// was held by another program (rank 0 then exited with a MASTER_PORT error) and this rank waited on that program.
+UserError rendezvous_failed(const DistributedEnv& env, const std::exception& e) {
+  const std::string what = env.rank == 0
+      ? fmt::format("rank 0 of {}: the other ranks did not join at {}:{}", env.world, env.master_addr, env.master_port)
+      : fmt::format("rank {} of {} found no rendezvous at {}:{} (rank 0's output says whether it hosted it)",
+                    env.rank, env.world, env.master_addr, env.master_port);
+  return user_error(kEnvSource, 0, "MASTER_PORT",
+                    fmt::format("{} within SPREAD_DIST_TIMEOUT = {} s: {}", what, env.timeout_s, first_line(e)),
+                    kPortHint);
+}
+
 c10::intrusive_ptr<c10d::Store> open_store(const DistributedEnv& env, std::chrono::milliseconds timeout) {
   if (!env.store_file.empty())
     return c10::make_intrusive<c10d::FileStore>(env.store_file, int(env.world));
@@ -151,12 +198,17 @@ c10::intrusive_ptr<c10d::Store> open_store(const DistributedEnv& env, std::chron
   options.timeout = timeout;
   c10::intrusive_ptr<c10d::Store> store;
   try {
+    // LibTorch logs each failed bind to stderr (glog lines) before it throws; the error below says it in one line.
+    const QuietStderr quiet;
     store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
   } catch (const std::exception& e) {
+    if (options.isServer && std::string(e.what()).find("in use") != std::string::npos)
+      throw user_error(kEnvSource, 0, "MASTER_PORT", fmt::format("rank 0 cannot host the rendezvous store at {}:{}: "
+                       "the port is in use", env.master_addr, env.master_port), kPortHint);
     throw user_error(kEnvSource, 0, "MASTER_ADDR",
-                     fmt::format("cannot {} the store at {}:{}: {}", options.isServer ? "host" : "reach",
-                                 env.master_addr, env.master_port, e.what()),
-                     "check MASTER_ADDR / MASTER_PORT (a free port on rank 0's host, reachable from every rank)");
+                     fmt::format("rank {} cannot {} the rendezvous store at {}:{}: {}", env.rank,
+                                 options.isServer ? "host" : "reach", env.master_addr, env.master_port, first_line(e)),
+                     "check MASTER_ADDR and MASTER_PORT: rank 0's host and a port it listens on");
   }
   if (env.agent_store)  // torchrun's agent keeps one namespace per restart of the workers
     return c10::make_intrusive<c10d::PrefixStore>(fmt::format("/worker/attempt_{}", env.restart_count), store);
@@ -221,6 +273,9 @@ std::unique_ptr<ProcessGroup> ProcessGroup::connect(const DistributedEnv& env, c
   } catch (const UserError&) {
     throw;
   } catch (const std::exception& e) {
+    // Through a TCP store the usual cause is the port: held by another program, rank 0 never hosted the store and
+    // this rank waited on whatever answers there.
+    if (env.store_file.empty() && !env.agent_store) throw rendezvous_failed(env, e);
     throw peer_lost(fmt::format("joining the process group as rank {} of {}", env.rank, env.world), e);
   }
   return std::make_unique<C10dGroup>(std::move(group), env.rank, env.world, device);

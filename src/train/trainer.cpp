@@ -23,6 +23,7 @@
 #include "spread/tasks/task.h"
 #include "spread/train/checkpoint.h"
 #include "spread/train/distributed.h"
+#include "spread/train/memory_estimate.h"
 #include "spread/train/optimizer.h"
 #include "spread/train/run_files.h"
 #include "spread/train/run_lock.h"
@@ -72,6 +73,7 @@ struct Run {
   std::unique_ptr<ProcessGroup> group;  // data-parallel (train/distributed.h); null for one process
   std::unique_ptr<GradientSync> sync;   // data-parallel with the all-reduce overlapping backward
   int64_t rank = 0, world = 1;          // only rank 0 writes the run directory
+  MemoryEstimate memory;                // of one rank, before anything was allocated
 };
 
 // Every rank's CPU generator state, in rank order ([world, state bytes]): dropout masks differ between ranks, so a
@@ -147,7 +149,8 @@ void print_header(const Run& run, const BlasInfo& blas, const ThreadPlan& thread
   say(fmt::format("BLAS: {} ({}) core {} ({}); threads: LibTorch {}, BLAS {}; device {}", blas.library,
                   blas.threading.empty() ? "?" : blas.threading, blas.core.empty() ? "?" : blas.core,
                   blas.coretype_origin, threads.intra_op, threads.blas, run.device.str()));
-  say("allocator: " + allocator_info());
+  say(fmt::format("allocator: {}; memory: about {:.2f} GiB per rank estimated from the recipe", allocator_info(),
+                  run.memory.peak() / (1024.0 * 1024.0 * 1024.0)));
   say(run.precision.header_line());
 }
 
@@ -373,7 +376,7 @@ int train_run(const Recipe& recipe, TrainStart start) {
   // The saved recipe must still find its files when resumed from another working directory.
   for (auto& path : run.recipe.data.path) path = fs::absolute(path).lexically_normal().string();
   for (std::string* path : {&run.recipe.tokenizer.model, &run.recipe.train.init_from, &run.recipe.eval.sts,
-                            &run.recipe.eval.beir})
+                            &run.recipe.eval.beir, &run.recipe.data.root})
     if (!path->empty()) *path = fs::absolute(*path).lexically_normal().string();
   run.dir = recipe.run_dir();
   run.device = recipe_device(recipe);
@@ -390,6 +393,8 @@ int train_run(const Recipe& recipe, TrainStart start) {
     g_quiet = run.rank != 0;
     refuse_different_recipes(run);
   }
+  // Before the run directory, the data or the model: a shape this host cannot hold is refused, not killed later.
+  run.memory = check_training_memory(recipe, estimated_vocab_size(recipe), run.world, dist ? dist->local_world : 1);
   std::optional<RunLock> lock;  // before the cleanup, which so runs while the lock is still held
   std::optional<FreshStartCleanup> cleanup;
   if (start == TrainStart::Fresh && run.rank == 0) cleanup.emplace(run.dir);

@@ -25,6 +25,10 @@ struct DataConfig {
   std::vector<std::string> columns;  // pair files: [anchor, positive, negative...] column names (empty = by name)
   bool strict = false;             // pair files: a bad row is an error instead of being skipped and counted
   bool hard_negatives = false;     // sick: only the entailment pairs that have a contradiction, as a hard negative
+  // Where the data sets are: "${data_root}" in data.path, eval.sts, eval.beir or tokenizer.model stands for it.
+  // Empty = the environment variable SPREAD_DATA, else "../shared/data" (relative to the working directory). The
+  // resolved recipe holds the folder and the paths it gave.
+  std::string root;
 };
 
 struct TokenizerConfig {

@@ -8,8 +8,10 @@
 
 namespace spread {
 
-// Starts the workers, forwards SIGINT / SIGTERM to them and waits for all. Returns rank 0's exit code, or when
-// that is 0 the first non-zero code of another rank.
+// Starts the workers (a one-line warning when they outnumber the host's cores), forwards SIGINT / SIGTERM to them
+// and waits for all. When one exits with a non-zero code, the others still running 2 s later are stopped (SIGTERM,
+// then SIGKILL after 10 s) and that first failing code is returned, so a hung or stopped rank cannot keep the
+// launcher waiting; after a forwarded signal the workers are left to save and exit, and rank 0's code is returned.
 int launch_local_workers(int nproc, const std::vector<std::string>& args);
 
 }  // namespace spread

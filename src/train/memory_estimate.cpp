@@ -1,0 +1,227 @@
+#include "spread/train/memory_estimate.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "spread/util/error.h"
+
+namespace fs = std::filesystem;
+
+namespace spread {
+namespace {
+
+constexpr double kFloat = 4;  // bytes
+constexpr double kMiB = 1024.0 * 1024.0, kGiB = 1024.0 * kMiB;
+constexpr double kRuntimeBytes = 400 * kMiB;
+constexpr int64_t kEncoderReservedIds = 6;  // [PAD] [CLS] [SEP] [MASK] [Q] [D]
+
+int64_t parameter_count(const Recipe& r, int64_t vocab) {
+  const auto& m = r.model;
+  const int64_t C = m.n_embd;
+  const int64_t per_layer = 12 * C * C + 4 * C + (m.bias ? 9 * C : 0);  // 2 LayerNorms, qkv, proj, fc, proj
+  const int64_t head = r.train.objective == "maxsim" ? C * m.head_dim : 0;
+  return vocab * C + m.block_size * C + m.n_layer * per_layer + 2 * C + head;
+}
+
+// The negative* columns of a pair file's header (TSV, CSV) or of its first JSONL object's keys, as data/pairs.h
+// reads them; 1 when the file cannot be read (the loader reports it).
+int64_t negatives_in_header(const std::string& path) {
+  std::ifstream in(path);
+  std::string first;
+  if (!std::getline(in, first)) return 1;
+  std::vector<std::string> names;
+  if (fs::path(path).extension() == ".jsonl") {
+    const auto object = nlohmann::json::parse(first, nullptr, /*allow_exceptions=*/false);
+    if (!object.is_object()) return 1;
+    for (const auto& item : object.items()) names.push_back(item.key());
+  } else {
+    const char separator = fs::path(path).extension() == ".csv" ? ',' : '\t';
+    std::istringstream fields(first);
+    for (std::string field; std::getline(fields, field, separator);) names.push_back(field);
+  }
+  return std::count_if(names.begin(), names.end(), [](const std::string& n) { return n.rfind("negative", 0) == 0; });
+}
+
+// Hard negatives per example, as far as the recipe and the pair files' headers say.
+int64_t negatives_of(const Recipe& r) {
+  if (r.data.source == "sick") return r.data.hard_negatives ? 1 : 0;
+  if (r.data.source != "pairs") return 0;
+  if (!r.data.columns.empty()) return std::max<int64_t>(0, int64_t(r.data.columns.size()) - 2);
+  return r.data.path.empty() ? 1 : negatives_in_header(r.data.path.front());
+}
+
+int64_t text_length(const Recipe& r) { return r.data.max_length > 0 ? r.data.max_length : r.model.block_size; }
+
+double bytes_under(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return double(fs::file_size(path, ec));
+  double total = 0;
+  if (fs::is_directory(path, ec))
+    for (const auto& entry : fs::recursive_directory_iterator(path, ec))
+      if (entry.is_regular_file(ec)) total += double(entry.file_size(ec));
+  return total;
+}
+
+double data_bytes(const Recipe& r) {
+  double total = 0;
+  if (r.data.source == "wordnet" || r.data.source == "wordnet_pairs") total += bytes_under("/usr/share/wordnet");
+  for (const auto& p : r.data.path) total += bytes_under(p);
+  return 6 * total;
+}
+
+std::string join_or(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : i + 1 == items.size() ? " or " : ", ") + items[i];
+  return out;
+}
+
+struct Activations {
+  double bytes = 0;
+  bool from_width = true;  // false: the objective's own tensors (scores) dominate
+};
+
+Activations activation_bytes(const Recipe& r, int64_t vocab, int64_t world) {
+  const auto& m = r.model;
+  const double B = double(r.train.batch_size), C = double(m.n_embd), L = double(m.n_layer);
+  const std::string& objective = r.train.objective;
+  const double negatives = double(negatives_of(r));
+  double tokens = 0, logits = 0, extra = 0;
+  if (objective == "lm") {
+    tokens = B * double(m.block_size);
+    logits = 3 * tokens * double(vocab);
+  } else if (objective == "mlm") {
+    tokens = B * double(text_length(r));
+    logits = 3 * tokens * double(vocab);
+  } else if (objective == "contrastive") {
+    double texts = B * (2 + negatives);
+    if (r.loss.contrastive.mini_batch > 0) texts = std::min(texts, double(r.loss.contrastive.mini_batch));
+    tokens = texts * double(text_length(r));
+  } else {  // maxsim
+    const auto& s = r.loss.maxsim;
+    const double documents = B * (1 + negatives) * (s.gather ? double(world) : 1.0);
+    tokens = B * double(s.query_length) + B * (1 + negatives) * double(s.document_length);
+    extra = 3 * B * documents * double(s.query_length) * double(s.document_length) * kFloat;
+    if (r.loss.pooling_aware.enabled) extra *= 1 + 1 / r.loss.pooling_aware.pool_factor;
+    extra += 2 * tokens * double(m.head_dim) * kFloat;
+  }
+  double per_token_layer = m.recompute ? 14 : 18;
+  if (m.dropout > 0) per_token_layer += 3;
+  if (r.train.precision == "bf16") per_token_layer += 4;
+  double width = (L * per_token_layer + 8) * tokens * C * kFloat;
+  // The fused CPU attention never keeps the probabilities; elsewhere recompute = false keeps them per layer.
+  const bool fused_attention = r.run.device == "cpu";
+  if (!m.recompute && !fused_attention) {
+    const double T = objective == "lm" ? double(m.block_size) : double(text_length(r));
+    width += L * (tokens / T) * double(m.n_head) * T * T * kFloat;
+  }
+  Activations a;
+  a.bytes = width + logits * kFloat + extra;
+  a.from_width = extra < width + logits * kFloat;
+  return a;
+}
+
+// "lower A, B or C[, or set D]": the keys that move the activations.
+std::string activation_keys(const Recipe& r, bool from_width) {
+  const std::string& objective = r.train.objective;
+  std::vector<std::string> lower{"train.batch_size"};
+  if (objective == "lm") lower.push_back("model.block_size");
+  else if (objective == "maxsim") lower.insert(lower.end(), {"loss.maxsim.document_length", "loss.maxsim.query_length"});
+  else lower.push_back("data.max_length");
+  if (from_width) lower.insert(lower.end(), {"model.n_embd", "model.n_layer"});
+  std::string keys = "lower " + join_or(lower);
+  if (objective == "contrastive") keys += ", or set loss.contrastive.mini_batch (the cached mode needs one chunk's memory)";
+  if (!r.model.recompute) keys += ", or set model.recompute = true";
+  return keys;
+}
+
+std::optional<double> read_number(const std::string& path) {
+  std::ifstream in(path);
+  std::string text;
+  if (!(in >> text) || text == "max") return std::nullopt;
+  try {
+    return std::stod(text);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// The cgroup's limit minus its usage (v2, then v1), when a limit is set.
+std::optional<double> cgroup_room() {
+  for (const auto& [limit, usage] : {std::pair<const char*, const char*>{"/sys/fs/cgroup/memory.max",
+                                                                         "/sys/fs/cgroup/memory.current"},
+                                     {"/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                      "/sys/fs/cgroup/memory/memory.usage_in_bytes"}}) {
+    const auto l = read_number(limit), u = read_number(usage);
+    // cgroup v1 writes "no limit" as a number near 2^63.
+    if (l && u && *l < 1e18) return std::max(0.0, *l - *u);
+  }
+  return std::nullopt;
+}
+
+std::string size_text(double bytes) {
+  return bytes >= kGiB ? fmt::format("{:.1f} GiB", bytes / kGiB) : fmt::format("{:.0f} MiB", bytes / kMiB);
+}
+
+}  // namespace
+
+double MemoryEstimate::peak() const { return runtime + data + states + std::max(activations, checkpoint); }
+
+int64_t estimated_vocab_size(const Recipe& recipe) {
+  const int64_t base = recipe.tokenizer.kind == "char" ? 256 : recipe.tokenizer.vocab_size;
+  return base + (recipe.is_encoder_objective() ? kEncoderReservedIds : 0);
+}
+
+MemoryEstimate estimate_training_memory(const Recipe& recipe, int64_t vocab_size, int64_t world) {
+  MemoryEstimate e;
+  e.parameters = parameter_count(recipe, vocab_size);
+  const double P = double(e.parameters);
+  e.runtime = kRuntimeBytes;
+  e.data = data_bytes(recipe);
+  e.states = 16 * P;
+  e.checkpoint = 28 * P;
+  const Activations a = activation_bytes(recipe, vocab_size, world);
+  e.activations = a.bytes;
+  const bool embedding_dominates = double(vocab_size) * double(recipe.model.n_embd) > P / 2;
+  e.keys_to_change = e.states + e.checkpoint > e.activations
+                         ? embedding_dominates ? "lower tokenizer.vocab_size or model.n_embd"
+                                               : "lower model.n_embd or model.n_layer"
+                         : activation_keys(recipe, a.from_width);
+  return e;
+}
+
+AvailableMemory available_memory() {
+  AvailableMemory out{0, "MemAvailable of /proc/meminfo"};
+  std::ifstream in("/proc/meminfo");
+  std::string name;
+  double kib = 0;
+  std::string unit;
+  while (in >> name >> kib >> unit)
+    if (name == "MemAvailable:") out.bytes = kib * 1024;
+  if (const auto room = cgroup_room(); room && *room < out.bytes) out = {*room, "the cgroup's memory limit less its usage"};
+  return out;
+}
+
+MemoryEstimate check_training_memory(const Recipe& recipe, int64_t vocab_size, int64_t world, int64_t ranks_on_host) {
+  const MemoryEstimate e = estimate_training_memory(recipe, vocab_size, world);
+  if (const char* off = std::getenv("SPREAD_MEMORY_CHECK"); off != nullptr && std::string(off) == "0") return e;
+  const AvailableMemory available = available_memory();
+  const double need = e.peak() * double(ranks_on_host);
+  if (available.bytes <= 0 || need <= available.bytes) return e;
+  throw user_error(recipe.source, 0, "",
+                   fmt::format("this run needs about {} ({}{:.1f}M parameters: {} weights, gradients and AdamW state, "
+                               "{} activations, {} to save a checkpoint), more than the {} available ({})",
+                               size_text(need), ranks_on_host > 1 ? fmt::format("{} ranks x ", ranks_on_host) : "",
+                               double(e.parameters) / 1e6, size_text(e.states), size_text(e.activations),
+                               size_text(e.checkpoint), size_text(available.bytes), available.source),
+                   e.keys_to_change + "; SPREAD_MEMORY_CHECK=0 skips this check");
+}
+
+}  // namespace spread
