@@ -12,6 +12,7 @@
 #include <iostream>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -28,12 +29,41 @@ namespace {
 
 using Ids = std::vector<int32_t>;
 
+// A tokenizer.json's "padding": {"strategy": "BatchLongest", ...}. Each line's encode() pads it alone (a Fixed
+// length, or its own length); the reference's encode_batch of the file pads every line to the file's longest.
+struct BatchPadding {
+  int32_t pad_id = 0;
+  bool left = false;
+  int64_t multiple_of = 0;
+};
+
 // One line's way in and out, whichever tokenizer is behind it.
 struct LineTokenizer {
   std::function<Ids(const std::string&)> encode;
   std::function<std::string(const Ids&)> decode;
   std::string source;
+  std::optional<BatchPadding> batch_padding;
 };
+
+std::optional<BatchPadding> batch_padding_of(const std::string& tokenizer_json) {
+  const auto doc = nlohmann::json::parse(tokenizer_json, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("padding") || !doc["padding"].is_object()) return std::nullopt;
+  const auto& p = doc["padding"];
+  if (p.value("strategy", nlohmann::json()) != "BatchLongest") return std::nullopt;
+  return BatchPadding{p.value("pad_id", 0), p.value("direction", std::string("Right")) == "Left",
+                      p.value("pad_to_multiple_of", nlohmann::json(0)).is_number_integer()
+                          ? p["pad_to_multiple_of"].get<int64_t>()
+                          : 0};
+}
+
+void pad_to_longest(std::vector<Ids>& all, const BatchPadding& p) {
+  size_t target = 0;
+  for (const auto& ids : all) target = std::max(target, ids.size());
+  const auto multiple = size_t(p.multiple_of);
+  if (multiple > 0 && target % multiple != 0) target += multiple - target % multiple;
+  for (auto& ids : all)
+    ids.insert(p.left ? ids.begin() : ids.end(), target - ids.size(), p.pad_id);
+}
 
 // A spread run keeps its own description as tokenizer.json ({"kind", "vocab_size"}), where a Hugging Face folder
 // keeps the tokenizer itself ({"model", ...}).
@@ -59,7 +89,7 @@ LineTokenizer open_tokenizer(const TokenizeRequest& request) {
   const bool special = request.add_special_tokens;
   return {[t, special](const std::string& text) { return t->encode(text, special).ids; },
           [t, special](const Ids& ids) { return t->decode(ids, /*skip_special_tokens=*/!special); },
-          "hf tokenizer " + request.tokenizer};
+          "hf tokenizer " + request.tokenizer, batch_padding_of(t->to_json())};
 }
 
 std::vector<std::string> read_lines(const std::string& path) {
@@ -136,7 +166,29 @@ class FirstError {
   std::string message_;
 };
 
-constexpr int64_t kChunkLines = 8192;  // lines between progress updates and output writes
+constexpr int64_t kChunkLines = 8192;  // lines between progress updates
+
+// Each line's output (ids, or the decoded text as a JSON string) on LibTorch's intra-op threads, chunk by chunk
+// for the progress line; UserError naming the first bad line.
+void run_lines(const std::vector<std::string>& lines, const std::string& file, const std::string& what,
+               const std::function<void(size_t)>& one_line) {
+  CountProgress progress(what, "lines");
+  for (int64_t chunk = 0; chunk < int64_t(lines.size()); chunk += kChunkLines) {
+    const int64_t end = std::min<int64_t>(chunk + kChunkLines, int64_t(lines.size()));
+    FirstError error;
+    at::parallel_for(chunk, end, 1, [&](int64_t begin, int64_t stop) {
+      for (int64_t i = begin; i < stop; ++i) {
+        try {
+          one_line(size_t(i));
+        } catch (const UserError& e) {
+          error.record(i, e.what());
+        }
+      }
+    });
+    error.throw_if_any(file);
+    progress(end, int64_t(lines.size()));
+  }
+}
 
 }  // namespace
 
@@ -145,39 +197,26 @@ TokenizeResult tokenize_file(const TokenizeRequest& request) {
   AtomicOutput output(request.out);
   const LineTokenizer tokenizer = open_tokenizer(request);
   TokenizeResult result{int64_t(lines.size()), 0, tokenizer.source};
-  CountProgress progress(request.decode ? "decoding" : "tokenizing", "lines");
-  std::vector<std::string> out_lines;
-  std::vector<int64_t> counts;
-  for (int64_t chunk = 0; chunk < int64_t(lines.size()); chunk += kChunkLines) {
-    const int64_t end = std::min<int64_t>(chunk + kChunkLines, int64_t(lines.size()));
-    out_lines.assign(size_t(end - chunk), {});
-    counts.assign(size_t(end - chunk), 0);
-    FirstError error;
-    at::parallel_for(chunk, end, 1, [&](int64_t begin, int64_t stop) {
-      for (int64_t i = begin; i < stop; ++i) {
-        const size_t k = size_t(i - chunk);
-        try {
-          if (request.decode) {
-            const Ids ids = parse_ids(lines[size_t(i)]);
-            counts[k] = int64_t(ids.size());
-            out_lines[k] = nlohmann::json(tokenizer.decode(ids)).dump(-1, ' ', false,
-                                                                        nlohmann::json::error_handler_t::replace);
-          } else {
-            const Ids ids = tokenizer.encode(lines[size_t(i)]);
-            counts[k] = int64_t(ids.size());
-            out_lines[k] = fmt::format("[{}]", fmt::join(ids, ", "));
-          }
-        } catch (const UserError& e) {
-          error.record(i, e.what());
-        }
-      }
+  if (request.decode) {
+    std::vector<std::string> texts(lines.size());
+    std::vector<int64_t> counts(lines.size());
+    run_lines(lines, request.in, "decoding", [&](size_t i) {
+      const Ids ids = parse_ids(lines[i]);
+      counts[i] = int64_t(ids.size());
+      texts[i] = nlohmann::json(tokenizer.decode(ids)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     });
-    error.throw_if_any(request.in);
-    for (size_t k = 0; k < out_lines.size(); ++k) {
-      output.stream() << out_lines[k] << '\n';
-      result.tokens += counts[k];
+    for (size_t i = 0; i < texts.size(); ++i) {
+      output.stream() << texts[i] << '\n';
+      result.tokens += counts[i];
     }
-    progress(end, int64_t(lines.size()));
+  } else {
+    std::vector<Ids> all(lines.size());
+    run_lines(lines, request.in, "tokenizing", [&](size_t i) { all[i] = tokenizer.encode(lines[i]); });
+    if (tokenizer.batch_padding) pad_to_longest(all, *tokenizer.batch_padding);
+    for (const auto& ids : all) {
+      output.stream() << fmt::format("[{}]\n", fmt::join(ids, ", "));
+      result.tokens += int64_t(ids.size());
+    }
   }
   output.commit();
   return result;
