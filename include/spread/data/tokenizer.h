@@ -9,7 +9,8 @@
 // text decodes as a space, because sentencepiece uses it as its whitespace marker.)
 //
 // Files in a run directory: tokenizer.json {"kind", "vocab_size"} always, plus tokenizer.chars (char) or
-// tokenizer.model (a sentencepiece model, usable with any sentencepiece tool).
+// tokenizer.model (a sentencepiece model, usable with any sentencepiece tool), or tokenizer.hf.json (kind hf: a
+// Hugging Face tokenizer used as it is, data/hf_run_tokenizer.h).
 #include <cstdint>
 #include <memory>
 #include <string>
