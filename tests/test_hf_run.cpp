@@ -288,7 +288,7 @@ TEST(HfRecipe, RefusesAMissingPathAPathWithoutHfAndMaxsim) {
   EXPECT_NE(error_of({"tokenizer.kind=hf"}).find("tokenizer.path"), std::string::npos);
   EXPECT_NE(error_of({"tokenizer.path=" + kBert}).find("tokenizer.path"), std::string::npos);
   EXPECT_NE(error_of({"tokenizer.kind=hf", "tokenizer.path=" + kBert, "train.objective=maxsim", "data.source=sick",
-                      "data.path=x", "model.causal=false"}).find("[Q]"), std::string::npos);
+                      "data.path=x", "model.causal=false", "model.block_size=256"}).find("[Q]"), std::string::npos);
   EXPECT_EQ(error_of({"tokenizer.kind=hf", "tokenizer.path=" + kBert}), "");
 }
 
