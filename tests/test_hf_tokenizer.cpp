@@ -99,6 +99,8 @@ TEST(HfComponents, EachCaseAsTheReferenceGives) {
     EXPECT_EQ(json(e.ids), c["ids"]);
     EXPECT_EQ(json(e.tokens), c["tokens"]);
     EXPECT_EQ(json(e.type_ids), c["type_ids"]);
+    EXPECT_EQ(json(e.attention_mask), c["attention_mask"]);
+    EXPECT_EQ(json(e.special_tokens_mask), c["special_tokens_mask"]);
     if (!c["text"].is_array()) {
       EXPECT_EQ(offsets_json(spread::hf::char_offsets(e, first)), c["offsets"]);
     }
