@@ -98,7 +98,10 @@ class Pipeline : public Tokenizer {
       size_t longest = 0;
       for (const auto& e : out) longest = std::max(longest, e.ids.size());
       const size_t target = padding->fixed ? padded_length(0) : padded_length(longest);
-      for (auto& e : out) pad(e, target, *padding);
+      // Padding is a fair share of the work when the batch pads to 256 (BERT's file): on the threads too.
+      run_chunks(static_cast<int64_t>(out.size()), n, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) pad(out[i], target, *padding);
+      });
     }
     return out;
   }
