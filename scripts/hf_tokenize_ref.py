@@ -2,6 +2,8 @@
 """The reference encodings that spread's Hugging Face tokenizer is judged against.
 
     hf_tokenize_ref.py TOKENIZER_PATH LINES_FILE OUT.jsonl [--no-special]
+    hf_tokenize_ref.py --jobs JOBS.tsv     # one line per run: TOKENIZER_PATH<TAB>LINES_FILE<TAB>OUT.jsonl[<TAB>--no-special]
+                                           # (one Python start for many runs, as the C++ test does)
 
 TOKENIZER_PATH: a tokenizer.json (tokenizers.Tokenizer.from_file); a vocab.txt (transformers'
 BertTokenizerFast.from_pretrained of a folder holding it and any tokenizer_config.json beside it); a vocab.json
@@ -43,25 +45,35 @@ def load(path):
     return Tokenizer.from_file(path)
 
 
-def main():
-    args = [a for a in sys.argv[1:] if a != "--no-special"]
-    if len(args) != 3:
-        raise SystemExit(__doc__)
-    add_special = "--no-special" not in sys.argv[1:]
-    tok = load(args[0])
-    with open(args[1], "rb") as f:
+def run(tokenizer_path, lines_path, out_path, add_special):
+    tok = load(tokenizer_path)
+    with open(lines_path, "rb") as f:
         text = f.read().decode("utf-8")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     encodings = tok.encode_batch(lines, add_special_tokens=add_special) if lines else []
-    with open(args[2], "w", encoding="utf-8") as out:
+    with open(out_path, "w", encoding="utf-8") as out:
         for e in encodings:
             out.write(json.dumps({
                 "ids": e.ids, "tokens": e.tokens, "offsets": [list(o) for o in e.offsets],
                 "type_ids": e.type_ids, "attention_mask": e.attention_mask,
                 "special_tokens_mask": e.special_tokens_mask,
                 "decoded": tok.decode(e.ids, skip_special_tokens=True)}, ensure_ascii=False) + "\n")
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--jobs":
+        with open(sys.argv[2], encoding="utf-8") as f:
+            for job in f.read().split("\n"):
+                if job:
+                    fields = job.split("\t")
+                    run(fields[0], fields[1], fields[2], "--no-special" not in fields[3:])
+        return
+    args = [a for a in sys.argv[1:] if a != "--no-special"]
+    if len(args) != 3:
+        raise SystemExit(__doc__)
+    run(args[0], args[1], args[2], "--no-special" not in sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -59,6 +59,7 @@ void AddedVocabulary::build(std::vector<AddedToken> tokens, const Normalizer* no
   tokens_ = std::move(tokens);
   for (size_t i = 0; i < tokens_.size(); ++i) {
     const AddedToken& t = tokens_[i];
+    by_id_.emplace(t.id, i);
     if (!t.normalized) {
       raw_.add(t.content, i);
     } else {
@@ -124,9 +125,8 @@ PreTokenized AddedVocabulary::extract_and_normalize(std::string_view text, const
 }
 
 const AddedToken* AddedVocabulary::by_id(int32_t id) const {
-  for (const auto& t : tokens_)
-    if (t.id == id) return &t;
-  return nullptr;
+  const auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : &tokens_[it->second];
 }
 
 const AddedToken* AddedVocabulary::by_content(std::string_view content) const {

@@ -6,6 +6,7 @@
 // widen it over the whitespace before/after.
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "json_fields.h"
@@ -39,6 +40,7 @@ class AddedVocabulary {
   std::vector<std::pair<Range, int>> find_matches(std::string_view s, const Matcher& m) const;
   void split_with(PreTokenized& pre, const Matcher& m) const;
   std::vector<AddedToken> tokens_;
+  std::unordered_map<int32_t, size_t> by_id_;  // decode asks once per id
   Matcher raw_, normalized_;
 };
 

@@ -100,7 +100,7 @@ Word Bpe::merge_word(std::string_view w) const {
     const int32_t n = static_cast<int32_t>(syms.size());
     syms.push_back({id, n - 1, n + 1, len});
   };
-  std::optional<Piece> unk;
+  Piece unk{-1, 0};  // a pending unk (id -1: none), fused with the next ones under fuse_unk
   const int32_t unk_id = unk_ ? vocab_.find(*unk_) : -1;
   std::string s;
   size_t i = 0;
@@ -113,7 +113,7 @@ Word Bpe::merge_word(std::string_view w) const {
     i += len;
     const int32_t id = vocab_.find(s);
     if (id >= 0) {
-      if (unk) { add(unk->id, unk->len); unk.reset(); }
+      if (unk.id >= 0) { add(unk.id, unk.len); unk.id = -1; }
       add(id, len);
       continue;
     }
@@ -133,12 +133,12 @@ Word Bpe::merge_word(std::string_view w) const {
     }
     if (unk_) {
       if (unk_id < 0) throw UserError("tokenizer: BPE's unk_token '" + *unk_ + "' is not in the vocabulary");
-      if (unk && fuse_unk_) { unk->len += len; continue; }
-      if (unk) add(unk->id, unk->len);
+      if (unk.id >= 0 && fuse_unk_) { unk.len += len; continue; }
+      if (unk.id >= 0) add(unk.id, unk.len);
       unk = Piece{unk_id, len};
     }
   }
-  if (unk) add(unk->id, unk->len);
+  if (unk.id >= 0) add(unk.id, unk.len);
   if (!syms.empty()) syms.back().next = -1;
   merge_all(syms);
   Word out;

@@ -47,17 +47,15 @@ class UnicodeForm : public Normalizer {
   bool compose_ = false;
 };
 
-// Decomposition, canonical reordering and (for NFC/NFKC) canonical composition, each character carrying its
-// original range: decomposed characters share their source's, a composite keeps its starter's and the marks
-// composed into it vanish (the crate's unicode-normalization-alignments does the same bookkeeping).
-void UnicodeForm::normalize(Normalized& n) const {
-  UErrorCode status = U_ZERO_ERROR;
-  if (norm_->isNormalizedUTF8(n.text, status) && U_SUCCESS(status)) return;
-  struct Char {
-    char32_t c;
-    Range r;
-  };
-  std::vector<Char> chars;
+struct RangedChar {
+  char32_t c;
+  Range r;
+};
+
+// Full decompositions (canonical or compatibility, as `decomposer` is NFD or NFKD), each character carrying its
+// source's range.
+std::vector<RangedChar> decompose(const Normalized& n, const icu::Normalizer2& decomposer) {
+  std::vector<RangedChar> chars;
   chars.reserve(n.text.size());
   icu::UnicodeString decomposition;
   for (size_t i = 0; i < n.text.size();) {
@@ -65,7 +63,7 @@ void UnicodeForm::normalize(Normalized& n) const {
     const char32_t c = decode_utf8(n.text, i, &len);
     const Range r = n.align[i];
     i += len;
-    if (c < 0x80 || !decomposer_->getDecomposition(static_cast<UChar32>(c), decomposition)) {
+    if (c < 0x80 || !decomposer.getDecomposition(static_cast<UChar32>(c), decomposition)) {
       chars.push_back({c, r});
       continue;
     }
@@ -75,46 +73,66 @@ void UnicodeForm::normalize(Normalized& n) const {
       k += U16_LENGTH(d);
     }
   }
-  // Canonical order: a run of non-starters sorted by combining class, stably.
+  return chars;
+}
+
+int combining_class(char32_t c) { return u_getCombiningClass(static_cast<UChar32>(c)); }
+
+// Canonical order: each run of non-starters sorted by combining class, stably.
+void reorder(std::vector<RangedChar>& chars) {
   for (size_t i = 0; i < chars.size();) {
-    if (u_getCombiningClass(static_cast<UChar32>(chars[i].c)) == 0) { ++i; continue; }
+    if (combining_class(chars[i].c) == 0) { ++i; continue; }
     size_t j = i;
-    while (j < chars.size() && u_getCombiningClass(static_cast<UChar32>(chars[j].c)) != 0) ++j;
-    std::stable_sort(chars.begin() + i, chars.begin() + j, [](const Char& a, const Char& b) {
-      return u_getCombiningClass(static_cast<UChar32>(a.c)) < u_getCombiningClass(static_cast<UChar32>(b.c));
+    while (j < chars.size() && combining_class(chars[j].c) != 0) ++j;
+    std::stable_sort(chars.begin() + i, chars.begin() + j, [](const RangedChar& a, const RangedChar& b) {
+      return combining_class(a.c) < combining_class(b.c);
     });
     i = j;
   }
-  if (compose_) {
-    std::vector<Char> out;
-    out.reserve(chars.size());
-    int64_t starter = -1;
-    int last_cc = -1;  // combining class of the last character kept since the starter; -1: none
-    for (const Char& ch : chars) {
-      const int cc = u_getCombiningClass(static_cast<UChar32>(ch.c));
-      const bool blocked = last_cc != -1 && (last_cc == 0 || last_cc >= cc);
-      if (starter >= 0 && !blocked) {
-        const UChar32 composite = norm_->composePair(static_cast<UChar32>(out[starter].c), static_cast<UChar32>(ch.c));
-        if (composite >= 0) {
-          out[starter].c = static_cast<char32_t>(composite);
-          continue;
-        }
+}
+
+// Canonical composition (UAX #15): a character not blocked from the last starter and forming a primary
+// composite with it merges into the starter, which keeps its range.
+void compose(std::vector<RangedChar>& chars, const icu::Normalizer2& form) {
+  std::vector<RangedChar> out;
+  out.reserve(chars.size());
+  int64_t starter = -1;
+  int last_cc = -1;  // combining class of the last character kept since the starter; -1: none
+  for (const RangedChar& ch : chars) {
+    const int cc = combining_class(ch.c);
+    const bool blocked = last_cc != -1 && (last_cc == 0 || last_cc >= cc);
+    if (starter >= 0 && !blocked) {
+      const UChar32 composite = form.composePair(static_cast<UChar32>(out[starter].c), static_cast<UChar32>(ch.c));
+      if (composite >= 0) {
+        out[starter].c = static_cast<char32_t>(composite);
+        continue;
       }
-      if (cc == 0) {
-        starter = static_cast<int64_t>(out.size());
-        last_cc = -1;
-      } else {
-        last_cc = cc;
-      }
-      out.push_back(ch);
     }
-    chars = std::move(out);
+    if (cc == 0) {
+      starter = static_cast<int64_t>(out.size());
+      last_cc = -1;
+    } else {
+      last_cc = cc;
+    }
+    out.push_back(ch);
   }
+  chars = std::move(out);
+}
+
+// Decomposition, canonical reordering and (for NFC/NFKC) canonical composition, each character carrying its
+// original range: decomposed characters share their source's, a composite keeps its starter's and the marks
+// composed into it vanish (the crate's unicode-normalization-alignments does the same bookkeeping).
+void UnicodeForm::normalize(Normalized& n) const {
+  UErrorCode status = U_ZERO_ERROR;
+  if (norm_->isNormalizedUTF8(n.text, status) && U_SUCCESS(status)) return;
+  std::vector<RangedChar> chars = decompose(n, *decomposer_);
+  reorder(chars);
+  if (compose_) compose(chars, *norm_);
   std::string text;
   std::vector<Range> align;
   text.reserve(n.text.size() + 8);
   align.reserve(n.text.size() + 8);
-  for (const Char& ch : chars) {
+  for (const RangedChar& ch : chars) {
     const size_t before = text.size();
     append_utf8(text, ch.c);
     align.insert(align.end(), text.size() - before, ch.r);

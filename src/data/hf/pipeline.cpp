@@ -98,7 +98,10 @@ class Pipeline : public Tokenizer {
       size_t longest = 0;
       for (const auto& e : out) longest = std::max(longest, e.ids.size());
       const size_t target = padding->fixed ? padded_length(0) : padded_length(longest);
-      for (auto& e : out) pad(e, target, *padding);
+      // Padding is a fair share of the work when the batch pads to 256 (BERT's file): on the threads too.
+      run_chunks(static_cast<int64_t>(out.size()), n, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) pad(out[i], target, *padding);
+      });
     }
     return out;
   }
@@ -154,15 +157,21 @@ class Pipeline : public Tokenizer {
   std::string to_json() const override { return json_text; }
 
  private:
+  // `threads` contiguous chunks of [0, count): on LibTorch's intra-op threads (at::parallel_for, OpenMP) when
+  // that many are set, so no second set of threads competes with them; more than that get plain threads.
   static void run_chunks(int64_t count, int threads, const std::function<void(int64_t, int64_t)>& work) {
-    if (threads <= 1 || count < 2) { work(0, count); return; }
-    // Plain threads over contiguous chunks: at::parallel_for would not go wider than LibTorch's own count when
-    // the caller asks for more, and a tokenizer's work is not LibTorch's.
-    const int64_t chunks = std::min<int64_t>(threads, count);
+    const int64_t chunks = std::min<int64_t>(std::max(threads, 1), count);
+    if (chunks <= 1) { work(0, count); return; }
+    auto chunk = [&](int64_t c) { work(count * c / chunks, count * (c + 1) / chunks); };
+    if (chunks <= at::get_num_threads() && !at::in_parallel_region()) {
+      at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t c = begin; c < end; ++c) chunk(c);
+      });
+      return;
+    }
     std::vector<std::thread> pool;
-    for (int64_t c = 1; c < chunks; ++c)
-      pool.emplace_back(work, count * c / chunks, count * (c + 1) / chunks);
-    work(0, count / chunks);
+    for (int64_t c = 1; c < chunks; ++c) pool.emplace_back(chunk, c);
+    chunk(0);
     for (auto& t : pool) t.join();
   }
 

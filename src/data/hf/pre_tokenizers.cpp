@@ -180,12 +180,11 @@ class Whitespace : public PreTokenizer {
 class Metaspace : public PreTokenizer {
  public:
   Metaspace(std::string replacement, std::string scheme, bool split)
-      : rep_(std::move(replacement)), scheme_(std::move(scheme)), split_(split) {
-  }
+      : rep_(std::move(replacement)), scheme_(std::move(scheme)), split_(split), space_(" ", false, "", "") {}
   void pre_tokenize(PreTokenized& pre) const override {
     split_pieces(pre, [&](const Normalized& n, std::vector<Normalized>& out) {
       Normalized p = n;
-      p.replace(Pattern(" ", false, "", "").find_all(p.text), rep_);
+      p.replace(space_.find_all(p.text), rep_);
       const bool starts = p.text.compare(0, rep_.size(), rep_) == 0;
       if (!starts && (scheme_ == "always" || (scheme_ == "first" && p.orig_begin == 0))) p.prepend(rep_);
       if (!split_) { out.push_back(std::move(p)); return; }
@@ -200,6 +199,7 @@ class Metaspace : public PreTokenizer {
   std::string rep_;
   std::string scheme_;
   bool split_;
+  Pattern space_;
 };
 
 class SplitPattern : public PreTokenizer {

@@ -34,6 +34,14 @@ cases = {
      "single":[{"SpecialToken":{"id":"[CLS]","type_id":0}},{"Sequence":{"id":"A","type_id":0}},{"SpecialToken":{"id":"[SEP]","type_id":0}}],
      "pair":[{"SpecialToken":{"id":"[CLS]","type_id":0}},{"Sequence":{"id":"A","type_id":0}},{"SpecialToken":{"id":"[SEP]","type_id":0}},{"Sequence":{"id":"B","type_id":1}},{"SpecialToken":{"id":"[SEP]","type_id":1}}],
      "special_tokens":{"[CLS]":{"id":"[CLS]","ids":[1],"tokens":["[CLS]"]},"[SEP]":{"id":"[SEP]","ids":[2],"tokens":["[SEP]"]}}}), ("hello", "world")),
+ "truncation_pad_pair": (dict(wp(bert_norm, bert_pre, V, post={"type":"BertProcessing","sep":["[SEP]",2],"cls":["[CLS]",1]}),
+     truncation={"direction":"Right","max_length":7,"strategy":"LongestFirst","stride":0},
+     padding={"strategy":{"Fixed":9},"direction":"Left","pad_to_multiple_of":None,"pad_id":13,"pad_type_id":1,"pad_token":"a"}),
+   ("hello world hello world hello", "a b x a")),
+ "truncation_left_single": (dict(wp(bert_norm, bert_pre, V, post={"type":"BertProcessing","sep":["[SEP]",2],"cls":["[CLS]",1]}),
+     truncation={"direction":"Left","max_length":4,"strategy":"LongestFirst","stride":0},
+     padding={"strategy":"BatchLongest","direction":"Right","pad_to_multiple_of":3,"pad_id":0,"pad_type_id":0,"pad_token":"[UNK]"}),
+   "a b x hello world"),
  "bert_processing_pair": (wp(bert_norm, bert_pre, V, post={"type":"BertProcessing","sep":["[SEP]",2],"cls":["[CLS]",1]}), ("a", "b x")),
 }
 B={"h":0,"e":1,"l":2,"o":3,"Ġ":4,"w":5,"r":6,"d":7,"he":8,"ll":9,"hell":10,"hello":11,"Ġw":12,"or":13,"Ġwor":14,"ld":15,"!":16,"Ã":17,"©":18,"<unk>":19}
@@ -58,5 +66,6 @@ for name, (j, text) in cases.items():
     e = t.encode(*text) if isinstance(text, tuple) else t.encode(text)
     # byte offsets: recompute from char offsets
     out[name] = {"json": j, "text": text, "ids": e.ids, "tokens": e.tokens, "type_ids": e.type_ids,
-                 "offsets": e.offsets, "decoded": t.decode(e.ids)}
+                 "offsets": e.offsets, "attention_mask": e.attention_mask,
+                 "special_tokens_mask": e.special_tokens_mask, "decoded": t.decode(e.ids)}
 json.dump(out, open(sys.argv[1], "w", encoding="utf-8"), ensure_ascii=False, indent=0)
