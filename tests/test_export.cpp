@@ -8,9 +8,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <set>
 
 #include "cli_run.h"
+#include "python_env.h"
 #include "spread/config/recipe.h"
 #include "spread/data/npy.h"
 #include "spread/data/special_tokens.h"
@@ -31,6 +33,7 @@
 
 namespace fs = std::filesystem;
 using spread::testing::fresh_temp_dir;
+using spread::testing::reference_python;
 using spread::testing::run_spread;
 
 namespace {
@@ -377,20 +380,14 @@ std::vector<std::string> wordnet_glosses(size_t skip, size_t n) {
   return out;
 }
 
-// The installed @huggingface/tokenizers (scripts/test.sh puts it under build/node_modules), or "" when it or node
-// is missing.
-std::string tokenizers_js() {
-  const char* env = std::getenv("SPREAD_TOKENIZERS_JS");
-  const std::string dir = env ? env : std::string(SPREAD_SHIM_BUILD_DIR) + "/node_modules/@huggingface/tokenizers";
-  if (!fs::exists(fs::path(dir) / "dist" / "tokenizers.mjs") || std::system("node --version > /dev/null 2>&1") != 0)
-    return "";
-  return dir;
-}
+// The reference Python with Hugging Face `tokenizers` (tests/python_env.h), or "" with the reason in *why_not.
+std::string tokenizers_python(std::string* why_not) { return reference_python({"tokenizers"}, why_not); }
 
-// Writes lines and spread's ids of each, then runs scripts/check_tokenizer.mjs on the exported folder. framed: the
-// ids are an encoder's "[CLS] text [SEP]" (encode_for_encoder), checked with the post processor.
-int run_node_check(const std::string& package, const fs::path& folder, const spread::Tokenizer& tokenizer,
-                   const std::vector<std::string>& lines, const fs::path& work, bool framed = false) {
+// Writes lines and spread's ids of each, then runs scripts/check_tokenizer.py (the reference library loads the
+// exported folder's tokenizer.json) on them. framed: the ids are an encoder's "[CLS] text [SEP]"
+// (encode_for_encoder), checked with the post processor.
+int run_tokenizer_check(const std::string& python, const fs::path& folder, const spread::Tokenizer& tokenizer,
+                        const std::vector<std::string>& lines, const fs::path& work, bool framed = false) {
   std::ofstream text(work / "lines.txt"), ids(work / "ids.jsonl");
   for (const auto& line : lines) {
     text << line << "\n";
@@ -399,8 +396,8 @@ int run_node_check(const std::string& package, const fs::path& folder, const spr
   }
   text.close();
   ids.close();
-  const std::string script = std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts/check_tokenizer.mjs";
-  return std::system(("node " + script + " " + package + " " + folder.string() + " " + (work / "lines.txt").string() +
+  const std::string script = std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts/check_tokenizer.py";
+  return std::system(("'" + python + "' " + script + " " + folder.string() + " " + (work / "lines.txt").string() +
                       " " + (work / "ids.jsonl").string() + (framed ? " --framed" : "")).c_str());
 }
 
@@ -421,12 +418,13 @@ const std::vector<std::string> kUnseen = {"caf\xc3\xa9 na\xc3\xafve \xe2\x98\x83
 
 namespace {
 
-// A sentencepiece tokenizer of `kind` trained on 2000 WordNet glosses, exported, and checked by tokenizers.js on 1000
+// A sentencepiece tokenizer of `kind` trained on 2000 WordNet glosses, exported, and checked by the reference `tokenizers` on 1000
 // glosses it never saw plus lines of characters it never saw (byte fallback: ids 3..258 are the byte pieces) and a
 // line that spells the control and byte pieces' names, which must stay text.
 void check_sentencepiece_export(const std::string& kind) {
-  const std::string package = tokenizers_js();
-  if (package.empty()) GTEST_SKIP() << "node or @huggingface/tokenizers missing (scripts/test.sh installs them)";
+  std::string why_not;
+  const std::string python = tokenizers_python(&why_not);
+  if (python.empty()) GTEST_SKIP() << why_not;
   auto dir = fresh_temp_dir("export_tok_" + kind);
   std::string training;
   for (const auto& g : wordnet_glosses(0, 2000)) training += g + "\n";
@@ -439,15 +437,15 @@ void check_sentencepiece_export(const std::string& kind) {
   const auto snowman = tokenizer->encode(kUnseen[0]);
   EXPECT_TRUE(std::any_of(snowman.begin(), snowman.end(), [](int32_t id) { return id >= 3 && id < 259; }))
       << "the unseen lines must exercise byte fallback";
-  EXPECT_EQ(run_node_check(package, dir / "hf", *tokenizer, lines, dir), 0);
+  EXPECT_EQ(run_tokenizer_check(python, dir / "hf", *tokenizer, lines, dir), 0);
   fs::remove_all(dir);
 }
 
 }  // namespace
 
-TEST(ExportTokenizer, SentencepieceBpeGivesSpreadsIdsInTokenizersJs) { check_sentencepiece_export("bpe"); }
+TEST(ExportTokenizer, SentencepieceBpeGivesSpreadsIdsInTheReferenceTokenizers) { check_sentencepiece_export("bpe"); }
 
-TEST(ExportTokenizer, SentencepieceUnigramGivesSpreadsIdsInTokenizersJs) { check_sentencepiece_export("unigram"); }
+TEST(ExportTokenizer, SentencepieceUnigramGivesSpreadsIdsInTheReferenceTokenizers) { check_sentencepiece_export("unigram"); }
 
 TEST(ExportTokenizer, UnigramKeepsControlAndBytePiecesOutOfTextAndScoresTheRest) {
   auto dir = fresh_temp_dir("export_tok_unigram_scores");
@@ -472,9 +470,10 @@ TEST(ExportTokenizer, UnigramKeepsControlAndBytePiecesOutOfTextAndScoresTheRest)
   fs::remove_all(dir);
 }
 
-TEST(ExportTokenizer, CharVocabularyGivesSpreadsIdsInTokenizersJs) {
-  const std::string package = tokenizers_js();
-  if (package.empty()) GTEST_SKIP() << "node or @huggingface/tokenizers missing (scripts/test.sh installs them)";
+TEST(ExportTokenizer, CharVocabularyGivesSpreadsIdsInTheReferenceTokenizers) {
+  std::string why_not;
+  const std::string python = tokenizers_python(&why_not);
+  if (python.empty()) GTEST_SKIP() << why_not;
   auto dir = fresh_temp_dir("export_tok_char");
   auto lines = wordnet_glosses(0, 2000);
   std::string training;
@@ -482,7 +481,7 @@ TEST(ExportTokenizer, CharVocabularyGivesSpreadsIdsInTokenizersJs) {
   auto tokenizer = spread::make_char_tokenizer(training);
   tokenizer->save(dir.string());
   write_hf_tokenizer(dir, *tokenizer, dir / "hf");
-  EXPECT_EQ(run_node_check(package, dir / "hf", *tokenizer, lines, dir), 0);
+  EXPECT_EQ(run_tokenizer_check(python, dir / "hf", *tokenizer, lines, dir), 0);
   fs::remove_all(dir);
 }
 
@@ -634,11 +633,14 @@ TEST(ExportCli, MaxSimExportIsAPyLateFolderMatchingTheReferenceTokenVectorsAndSc
   spread::write_npy_float32((dir / "off.npy").string(), score.data_ptr<float>(), 1, 1);
   EXPECT_NE(run_python_check(out, dir / "ids.npy", dir / "vectors.npy", colbert + (dir / "off.npy").string()), 0);
 
-  // With the post processor, @huggingface/tokenizers frames texts as spread's encoders do.
-  if (const std::string package = tokenizers_js(); !package.empty()) {
+  // With the post processor, the reference `tokenizers` frames texts as spread's encoders do.
+  std::string why_not;
+  if (const std::string python = tokenizers_python(&why_not); python.empty()) {
+    std::cout << "[  SKIPPED ] the framing check: " << why_not << "\n";
+  } else {
     std::vector<std::string> lines;
     for (const auto& [query, document] : question_pairs()) lines.insert(lines.end(), {query, document});
-    EXPECT_EQ(run_node_check(package, out, tokenizer, lines, dir, /*framed=*/true), 0);
+    EXPECT_EQ(run_tokenizer_check(python, out, tokenizer, lines, dir, /*framed=*/true), 0);
   }
   fs::remove_all(dir);
 }

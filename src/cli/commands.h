@@ -13,5 +13,6 @@ int cmd_report(int argc, char** argv);
 int cmd_pool(int argc, char** argv);
 int cmd_calibrate(int argc, char** argv);
 int cmd_export(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);
 
 }  // namespace spread::cli

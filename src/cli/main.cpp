@@ -36,6 +36,7 @@ commands:
   pool       Ward token pooling of .npy token lists (multi-vector documents)
   calibrate  the Ward distance threshold that gives a late-interaction run a mean number of vectors per document
   export     a run as a Hugging Face GPT-2 folder (LM) or a sentence-transformers folder (encoder)
+  tokenize   token ids of text lines (--decode: text of id lists) with a Hugging Face tokenizer or a run's own
 )";
 
 int dispatch(int argc, char** argv) {
@@ -56,6 +57,7 @@ int dispatch(int argc, char** argv) {
   if (cmd == "pool") return spread::cli::cmd_pool(sub_argc, sub_argv);
   if (cmd == "calibrate") return spread::cli::cmd_calibrate(sub_argc, sub_argv);
   if (cmd == "export") return spread::cli::cmd_export(sub_argc, sub_argv);
+  if (cmd == "tokenize") return spread::cli::cmd_tokenize(sub_argc, sub_argv);
   throw spread::UserError("unknown command '" + cmd + "' (run `spread --help` for the list)");
 }
 

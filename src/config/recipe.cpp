@@ -215,9 +215,10 @@ const std::vector<Field>& schema() {
       bool_field("data.strict", REF(data.strict)),
       bool_field("data.hard_negatives", REF(data.hard_negatives)),
       string_field("data.root", REF(data.root)),
-      string_field("tokenizer.kind", REF(tokenizer.kind), {"char", "bpe", "unigram"}),
+      string_field("tokenizer.kind", REF(tokenizer.kind), {"char", "bpe", "unigram", "hf"}),
       int_field("tokenizer.vocab_size", REF(tokenizer.vocab_size), 32, 1 << 20),
       string_field("tokenizer.model", REF(tokenizer.model)),
+      string_field("tokenizer.path", REF(tokenizer.path)),
       int_field("model.n_layer", REF(model.n_layer), 1, 256),
       int_field("model.n_head", REF(model.n_head), 1, 256),
       int_field("model.n_embd", REF(model.n_embd), 1, 65536),
@@ -415,6 +416,26 @@ void validate_maxsim(const Recipe& r) {
          "set weight_full and weight_pooled to 1 (the defaults)");
 }
 
+// kind hf reads tokenizer.path and nothing else; the other kinds never read it.
+void validate_tokenizer(const Recipe& r) {
+  const Origin at{r.source, 0};
+  const auto& t = r.tokenizer;
+  if (t.kind != "hf") {
+    if (!t.path.empty())
+      fail(at, "tokenizer.path", "is read only with tokenizer.kind = \"hf\"",
+           "set kind = \"hf\" to use that Hugging Face tokenizer, or tokenizer.model for a sentencepiece model");
+    return;
+  }
+  if (t.path.empty())
+    fail(at, "tokenizer.path", "tokenizer.kind = \"hf\" needs the Hugging Face tokenizer to use",
+         "set path to a tokenizer.json, vocab.txt, vocab.json or a folder holding one");
+  if (!t.model.empty())
+    fail(at, "tokenizer.model", "is a sentencepiece model; kind hf reads tokenizer.path", "drop tokenizer.model");
+  if (r.train.objective == "maxsim")
+    fail(at, "tokenizer.kind", "a Hugging Face vocabulary has no [Q] / [D] marker ids, which maxsim needs",
+         "pretrain the backbone with kind hf (mlm), or use kind bpe / unigram, which reserve [Q] and [D]");
+}
+
 // Which data, model and losses each objective can use.
 void validate_objective(const Recipe& r) {
   const Origin at{r.source, 0};
@@ -465,6 +486,7 @@ void validate(const Recipe& r) {
   if (r.data.source == "text" && r.data.path.empty())
     fail(at, "data.path", "data.source = \"text\" needs at least one file", "set data.path = \"corpus.txt\"");
   validate_objective(r);
+  validate_tokenizer(r);
   if ((r.diagnostics.early_every > 0) != (r.diagnostics.early_until > 0))
     fail(at, r.diagnostics.early_every > 0 ? "diagnostics.early_until" : "diagnostics.early_every",
          "diagnostics.early_every and diagnostics.early_until go together",

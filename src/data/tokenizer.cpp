@@ -2,6 +2,7 @@
 //   char vocabulary = sorted(set(code points of the training text)), id = rank in that order,
 // which for tiny shakespeare is nanoGPT's 65-character vocabulary in nanoGPT's order.
 #include "spread/data/tokenizer.h"
+#include "spread/data/hf_run_tokenizer.h"
 #include "spread/data/special_tokens.h"
 
 #include <filesystem>
@@ -163,9 +164,9 @@ class CharTokenizer final : public Tokenizer {
 };
 
 void check_kind(const std::string& kind, const std::string& where) {
-  if (kind != "char" && kind != "bpe" && kind != "unigram")
+  if (kind != "char" && kind != "bpe" && kind != "unigram" && kind != "hf")
     throw user_error(where, 0, "tokenizer.kind", "unknown tokenizer kind '" + kind + "'",
-                     "use char, bpe or unigram");
+                     "use char, bpe, unigram or hf");
 }
 
 }  // namespace
@@ -246,6 +247,12 @@ std::unique_ptr<Tokenizer> load_char_tokenizer(const std::string& chars_path) {
 std::unique_ptr<Tokenizer> build_tokenizer(const TokenizerSpec& spec, const std::string& training_text,
                                            const std::string& work_dir) {
   check_kind(spec.kind, spec.model_path);
+  if (spec.kind == "hf") {
+    if (spec.hf_path.empty())
+      throw user_error("", 0, "tokenizer.path", "kind hf needs the Hugging Face tokenizer to use",
+                       "set tokenizer.path to a tokenizer.json, vocab.txt, vocab.json or their folder");
+    return load_hf_run_tokenizer(spec.hf_path);
+  }
   if (spec.kind == "char") {
     if (!spec.model_path.empty())
       throw user_error(spec.model_path, 0, "tokenizer.model", "a model file is only used by bpe and unigram",
@@ -288,6 +295,18 @@ TokenizerMeta read_meta(const fs::path& meta_path) {
   return meta;
 }
 
+std::unique_ptr<Tokenizer> load_run_hf(const fs::path& dir, const TokenizerMeta& meta) {
+  const fs::path path = dir / kHfTokenizerFile;
+  if (!fs::exists(path))
+    throw user_error(path.string(), 0, "", "missing (tokenizer.json says kind hf)",
+                     "copy the run's tokenizer.hf.json back, or the HF tokenizer.json it was made from");
+  auto tokenizer = load_hf_run_tokenizer(path.string());
+  if (meta.vocab_size >= 0 && meta.vocab_size != tokenizer->vocab_size())
+    throw user_error((dir / "tokenizer.json").string(), 0, "vocab_size",
+                     fmt::format("says {} but {} has {}", meta.vocab_size, kHfTokenizerFile, tokenizer->vocab_size()));
+  return tokenizer;
+}
+
 }  // namespace
 
 // Picks tokenizer.chars or tokenizer.model; tokenizer.json, when present, names the kind and is cross-checked.
@@ -297,6 +316,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& run_dir) {
   const fs::path chars_path = dir / "tokenizer.chars";
   const fs::path model_path = dir / "tokenizer.model";
   const TokenizerMeta meta = read_meta(meta_path);
+  if (meta.kind == "hf") return load_run_hf(dir, meta);
   bool use_chars = meta.kind == "char";
   if (meta.kind.empty()) {
     if (fs::exists(chars_path) == fs::exists(model_path))

@@ -20,25 +20,6 @@
 namespace spread {
 namespace {
 
-// "encoding 12000/50000 texts | 850 texts/s | ETA 45s" on stderr, at most about once a second.
-class TextProgress {
- public:
-  explicit TextProgress(std::string what) : what_(std::move(what)), start_(Clock::now()), last_(start_) {}
-  void operator()(int64_t done, int64_t total) {
-    auto now = Clock::now();
-    if (done < total && std::chrono::duration<double>(now - last_).count() < 1.0) return;
-    last_ = now;
-    const double s = std::chrono::duration<double>(now - start_).count(), rate = double(done) / std::max(s, 1e-9);
-    fmt::print(stderr, "{} {}/{} texts | {:.0f} texts/s | ETA {}\n", what_, done, total, rate,
-               format_duration(double(total - done) / std::max(rate, 1e-9)));
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  std::string what_;
-  Clock::time_point start_, last_;
-};
-
 EncoderSpec spec_of(const LoadedRun& run, const std::string& pooling, int64_t batch_size) {
   EncoderSpec spec;
   spec.max_length = run.recipe.data.max_length > 0 ? run.recipe.data.max_length : run.recipe.model.block_size;
@@ -103,7 +84,7 @@ nlohmann::json evaluate_embeddings(LoadedRun& run, const EmbeddingEvalRequest& r
   }
   if (!request.beir.empty()) {
     BeirData data = load_beir(request.beir);
-    TextProgress progress("encoding");
+    CountProgress progress("encoding");
     RetrievalMetrics r = evaluate_retrieval(run.model, *run.tokenizer, data, spec, std::ref(progress));
     result["beir"] = {{"dir", request.beir}, {"qrels", data.qrels_file}, {"queries", r.queries},
                       {"documents", data.corpus_ids.size()}, {"ndcg@10", r.ndcg_at_10}, {"mrr@10", r.mrr_at_10},
@@ -155,7 +136,7 @@ nlohmann::json pooled_result(const PooledRetrieval& p, double unpooled_ndcg) {
 nlohmann::json evaluate_late_interaction(LoadedRun& run, const LateInteractionEvalRequest& request) {
   require_maxsim_run(run, "--pool-factors");
   BeirData data = load_beir(request.beir);
-  TextProgress progress("encoding documents");
+  CountProgress progress("encoding documents");
   const auto results = evaluate_multi_vector_retrieval(run.model, *run.tokenizer, data,
                                                        multi_vector_spec_of(run, request.batch_size),
                                                        request.pool_factors, maxsim_step_options(run.recipe).ward,
@@ -191,7 +172,7 @@ nlohmann::json calibrate_run(LoadedRun& run, const CalibrateRequest& request) {
   if (std::filesystem::is_directory(path)) path = (std::filesystem::path(path) / "corpus.jsonl").string();
   auto texts = read_texts(path, "--docs");
   if (int64_t(texts.size()) > request.max_docs) texts.resize(size_t(request.max_docs));
-  TextProgress progress("encoding documents");
+  CountProgress progress("encoding documents");
   const auto docs = encode_documents(run.model, *run.tokenizer, texts, multi_vector_spec_of(run, request.batch_size),
                                      std::ref(progress));
   const WardPoolOptions ward = maxsim_step_options(run.recipe).ward;
@@ -205,7 +186,7 @@ nlohmann::json calibrate_run(LoadedRun& run, const CalibrateRequest& request) {
 int64_t encode_file(LoadedRun& run, const EncodeRequest& request) {
   const auto texts = read_texts(request.in);
   const EncoderSpec spec = spec_of(run, request.pooling, request.batch_size);
-  TextProgress progress("encoding");
+  CountProgress progress("encoding");
   auto e = embed_texts(run.model, *run.tokenizer, texts, spec.max_length, spec.pooling, spec.batch_size, spec.device,
                        std::ref(progress));
   if (request.normalize) e = torch::nn::functional::normalize(e, torch::nn::functional::NormalizeFuncOptions().dim(1));

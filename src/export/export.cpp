@@ -249,6 +249,7 @@ ExportResult export_run(const ExportRequest& request) {
   const int64_t max_length = recipe.is_encoder_objective() && recipe.data.max_length > 0 ? recipe.data.max_length
                                                                                          : cfg.block_size;
   add_hf_tokenizer_files(tokenizer_json, *tokenizer, max_length, files);
+  if (tokenizer->kind() == "hf") files["tokenizer.json"] = hf_tokenizer_bytes(request.run_dir);
   files[kExportMarker] = json_file({{"layout", result.layout},
                                     {"run", fs::absolute(run).lexically_normal().string()},
                                     {"step", ckpt.step},

@@ -8,6 +8,7 @@
 #include <map>
 #include <tuple>
 
+#include "spread/data/hf_run_tokenizer.h"
 #include "spread/data/special_tokens.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
@@ -255,10 +256,18 @@ std::vector<SentencePieceEntry> read_sentencepiece_pieces(const std::string& mod
   return pieces;
 }
 
+std::string hf_tokenizer_bytes(const std::string& run_dir) {
+  const std::string path = (fs::path(run_dir) / kHfTokenizerFile).string();
+  auto bytes = read_whole_file(path);
+  if (!bytes) throw user_error(path, 0, "", "cannot read the run's Hugging Face tokenizer");
+  return *bytes;
+}
+
 std::optional<nlohmann::json> hf_tokenizer_json(const std::string& run_dir, const Tokenizer& tokenizer) {
   if (tokenizer.kind() == "char") return char_json(tokenizer);
   if (tokenizer.kind() == "bpe") return sentencepiece_bpe_json(run_dir, tokenizer);
   if (tokenizer.kind() == "unigram") return sentencepiece_unigram_json(run_dir, tokenizer);
+  if (tokenizer.kind() == "hf") return nlohmann::json::parse(hf_tokenizer_bytes(run_dir));
   return std::nullopt;
 }
 
@@ -266,7 +275,7 @@ nlohmann::json hf_tokenizer_config(const Tokenizer& tokenizer, int64_t max_lengt
   nlohmann::json c = {{"tokenizer_class", "PreTrainedTokenizerFast"},
                       {"model_max_length", max_length},
                       {"clean_up_tokenization_spaces", false}};
-  if (tokenizer.kind() != "char") {
+  if (tokenizer.kind() == "bpe" || tokenizer.kind() == "unigram") {
     c["unk_token"] = "<unk>";
     if (tokenizer.bos_id() >= 0) c["bos_token"] = "<s>";
     if (tokenizer.eos_id() >= 0) c["eos_token"] = "</s>";

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace spread {
@@ -41,6 +42,18 @@ std::string Progress::line(double loss, double lr) {
   window_seconds_ = 0;
   window_steps_ = 0;
   return out;
+}
+
+CountProgress::CountProgress(std::string what, std::string unit)
+    : what_(std::move(what)), unit_(std::move(unit)), start_(Clock::now()), last_(start_) {}
+
+void CountProgress::operator()(int64_t done, int64_t total) {
+  const auto now = Clock::now();
+  if (done < total && std::chrono::duration<double>(now - last_).count() < 1.0) return;
+  last_ = now;
+  const double s = std::chrono::duration<double>(now - start_).count(), rate = double(done) / std::max(s, 1e-9);
+  fmt::print(stderr, "{} {}/{} {} | {:.0f} {}/s | ETA {}\n", what_, done, total, unit_, rate, unit_,
+             format_duration(double(total - done) / std::max(rate, 1e-9)));
 }
 
 }  // namespace spread

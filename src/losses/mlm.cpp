@@ -25,7 +25,7 @@ MlmBatch mask_tokens(const torch::Tensor& ids, const torch::Tensor& valid, const
   auto ok = valid.to(torch::kBool).contiguous();
   auto va = ok.accessor<bool, 2>();
   Stream rng{seed};
-  const auto base_vocab = uint64_t(special.pad);
+  const auto base_vocab = uint64_t(special.replacement_range());
   for (int64_t b = 0; b < inputs.size(0); ++b) {
     std::vector<int64_t> maskable, chosen;
     for (int64_t t = 0; t < inputs.size(1); ++t)

@@ -21,11 +21,22 @@ std::shared_ptr<Tokenizer> prepare_encoder_tokenizer(const Recipe& recipe, const
   if (fs::exists(fs::path(run_dir) / "tokenizer.json")) return load_tokenizer(run_dir);
   std::string text;
   for (const auto& t : training_texts) text += t + "\n";
-  TokenizerSpec spec{recipe.tokenizer.kind, recipe.tokenizer.vocab_size, recipe.tokenizer.model};
-  std::shared_ptr<Tokenizer> tokenizer = with_special_tokens(build_tokenizer(spec, text, run_dir));
+  TokenizerSpec spec{recipe.tokenizer.kind, recipe.tokenizer.vocab_size, recipe.tokenizer.model, recipe.tokenizer.path};
+  auto base = build_tokenizer(spec, text, run_dir);
+  // Appended ids would be unknown to the HF file that export writes as it is: the vocabulary must bring its own.
+  if (spec.kind == "hf" && !base->special_ids().present())
+    throw user_error(recipe.source, 0, "tokenizer.path", "'" + spec.hf_path + "' has no [PAD], [CLS], [SEP] and "
+                     "[MASK] tokens, which encoder objectives need", "use a BERT-style vocabulary (e.g. "
+                     "bert-base-uncased's), or tokenizer.kind = \"bpe\", which reserves them");
+  std::shared_ptr<Tokenizer> tokenizer = with_special_tokens(std::move(base));
   tokenizer->save(run_dir);
-  note(fmt::format("tokenizer: {} with {} ids (reserved [PAD] .. [D] = {}..{}), saved in {}", tokenizer->kind(),
-                   tokenizer->vocab_size(), tokenizer->special_ids().pad, tokenizer->vocab_size() - 1, run_dir));
+  const SpecialIds s = tokenizer->special_ids();
+  if (spec.kind == "hf")
+    note(fmt::format("tokenizer: hf with {} ids from {} ([PAD] [CLS] [SEP] [MASK] = {} {} {} {}), saved in {}",
+                     tokenizer->vocab_size(), spec.hf_path, s.pad, s.cls, s.sep, s.mask, run_dir));
+  else
+    note(fmt::format("tokenizer: {} with {} ids (reserved [PAD] .. [D] = {}..{}), saved in {}", tokenizer->kind(),
+                     tokenizer->vocab_size(), s.pad, tokenizer->vocab_size() - 1, run_dir));
   return tokenizer;
 }
 

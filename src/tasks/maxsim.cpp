@@ -90,6 +90,10 @@ MaxSimTask::MaxSimTask(const Recipe& recipe, const std::string& run_dir, torch::
     : recipe_(recipe), shard_(shard), device_(device), step_options_(maxsim_step_options(recipe)) {
   PairSet pairs = load_recipe_pairs(recipe, note);
   tokenizer_ = prepare_encoder_tokenizer(recipe, run_dir, pair_texts(pairs.train), note);
+  if (tokenizer_->kind() == "hf")
+    throw user_error(recipe.source, 0, recipe.train.init_from.empty() ? "tokenizer" : "train.init_from",
+                     "the run's tokenizer is a Hugging Face vocabulary (kind hf), which has no [Q] / [D] ids",
+                     "pretrain the backbone with tokenizer.kind = \"bpe\" or \"unigram\", which reserve them");
   if (!tokenizer_->special_ids().has_markers())
     throw user_error(recipe.source, 0, recipe.train.init_from.empty() ? "tokenizer" : "train.init_from",
                      "the run's tokenizer has no [Q] / [D] ids (it was built before spread reserved them)",

@@ -2,8 +2,10 @@
 
 #include <filesystem>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "spread/data/corpus.h"
+#include "spread/data/hf_run_tokenizer.h"
 #include "spread/export/export.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
@@ -46,14 +48,15 @@ RunData prepare_data(const Recipe& recipe, const std::string& run_dir,
   const std::string train_path = (fs::path(run_dir) / "train.bin").string();
   const std::string val_path = (fs::path(run_dir) / "val.bin").string();
   const bool have_tokenizer = fs::exists(fs::path(run_dir) / "tokenizer.model") ||
-                              fs::exists(fs::path(run_dir) / "tokenizer.chars");
+                              fs::exists(fs::path(run_dir) / "tokenizer.chars") ||
+                              fs::exists(fs::path(run_dir) / kHfTokenizerFile);
   RunData data;
   if (!have_tokenizer || !fs::exists(train_path) || !fs::exists(val_path)) {
     Corpus corpus = load_corpus(recipe.data, recipe.source);
     if (have_tokenizer) {
       data.tokenizer = load_tokenizer(run_dir);
     } else {
-      TokenizerSpec spec{recipe.tokenizer.kind, recipe.tokenizer.vocab_size, recipe.tokenizer.model};
+      TokenizerSpec spec{recipe.tokenizer.kind, recipe.tokenizer.vocab_size, recipe.tokenizer.model, recipe.tokenizer.path};
       // The char vocabulary covers the whole corpus (as nanoGPT's); subword models learn from the train split.
       data.tokenizer = build_tokenizer(spec, spec.kind == "char" ? corpus.train + corpus.val : corpus.train, run_dir);
       data.tokenizer->save(run_dir);
@@ -80,6 +83,19 @@ RunData prepare_data(const Recipe& recipe, const std::string& run_dir,
   return data;
 }
 
+namespace {
+
+// The "kind" a spread tokenizer description records ("" when it names none).
+std::string recorded_kind(const std::string& meta_path) {
+  const auto bytes = read_whole_file(meta_path);
+  if (!bytes) throw user_error(meta_path, 0, "", "cannot read the tokenizer description");
+  const auto meta = nlohmann::json::parse(*bytes, nullptr, /*allow_exceptions=*/false);
+  if (meta.is_discarded()) throw user_error(meta_path, 0, "", "not valid JSON", "copy the exported folder again");
+  return meta.is_object() && meta.contains("kind") && meta["kind"].is_string() ? meta["kind"].get<std::string>() : "";
+}
+
+}  // namespace
+
 void copy_tokenizer_files(const Recipe& recipe, const std::string& run_dir) {
   const fs::path from = recipe.train.init_from;
   if (is_hf_model_dir(from.string())) {
@@ -94,13 +110,15 @@ void copy_tokenizer_files(const Recipe& recipe, const std::string& run_dir) {
     copy("spread_tokenizer.json", "tokenizer.json");
     copy("tokenizer.model", "tokenizer.model");
     copy("tokenizer.chars", "tokenizer.chars");
+    // Of a run of kind hf, the folder's tokenizer.json is the run's tokenizer.hf.json, written as it was.
+    if (recorded_kind((from / "spread_tokenizer.json").string()) == "hf") copy("tokenizer.json", kHfTokenizerFile);
     return;
   }
   if (!fs::exists(from / "tokenizer.json"))
     throw user_error(recipe.source, 0, "train.init_from", "'" + from.string() + "' holds no tokenizer.json",
                      "give the directory of a run trained with spread (<run.out_dir>/<run.name>)");
   make_directories(run_dir);
-  for (const char* name : {"tokenizer.json", "tokenizer.model", "tokenizer.chars"})
+  for (const char* name : {"tokenizer.json", "tokenizer.model", "tokenizer.chars", kHfTokenizerFile})
     if (fs::exists(from / name)) fs::copy_file(from / name, fs::path(run_dir) / name, fs::copy_options::overwrite_existing);
 }
 

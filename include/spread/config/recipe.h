@@ -32,9 +32,10 @@ struct DataConfig {
 };
 
 struct TokenizerConfig {
-  std::string kind = "bpe";  // char | bpe | unigram
-  int64_t vocab_size = 2048;
+  std::string kind = "bpe";  // char | bpe | unigram | hf
+  int64_t vocab_size = 2048;  // not used by char and hf
   std::string model;  // an existing sentencepiece model file; empty = train one from the data
+  std::string path;   // kind hf: a Hugging Face tokenizer.json, vocab.txt, vocab.json or their folder
 };
 
 struct ModelConfig {

@@ -9,7 +9,8 @@
 // text decodes as a space, because sentencepiece uses it as its whitespace marker.)
 //
 // Files in a run directory: tokenizer.json {"kind", "vocab_size"} always, plus tokenizer.chars (char) or
-// tokenizer.model (a sentencepiece model, usable with any sentencepiece tool).
+// tokenizer.model (a sentencepiece model, usable with any sentencepiece tool), or tokenizer.hf.json (kind hf: a
+// Hugging Face tokenizer used as it is, data/hf_run_tokenizer.h).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,6 +22,10 @@ namespace spread {
 struct SpecialIds {
   int32_t pad = -1, cls = -1, sep = -1, mask = -1;
   int32_t query = -1, document = -1;  // [Q] and [D]; -1 in tokenizers of runs made before they were reserved
+  // MLM's random replacement tokens are drawn from [0, ordinary_end); -1 means [0, pad), the base vocabulary below
+  // spread's appended ids. A Hugging Face vocabulary (BERT's [PAD] is 0) sets its whole size, as BERT's collator.
+  int32_t ordinary_end = -1;
+  int64_t replacement_range() const { return ordinary_end >= 0 ? ordinary_end : pad; }
   bool present() const { return pad >= 0; }
   bool has_markers() const { return query >= 0 && document >= 0; }
   bool is_special(int32_t id) const {
@@ -37,7 +42,7 @@ class Tokenizer {
   // Throws UserError for ids outside [0, vocab_size).
   virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
   virtual int64_t vocab_size() const = 0;
-  virtual std::string kind() const = 0;  // "char", "bpe" or "unigram"
+  virtual std::string kind() const = 0;  // "char", "bpe", "unigram" or "hf" (data/hf_run_tokenizer.h)
   // Writes the tokenizer's files into run_dir (tokenizer.model for sentencepiece, tokenizer.chars for char).
   virtual void save(const std::string& run_dir) const = 0;
   // Sentencepiece's reserved <s> and </s> ids (1 and 2 in models trained here); -1 when there are none (char).
@@ -47,12 +52,14 @@ class Tokenizer {
 };
 
 struct TokenizerSpec {
-  std::string kind = "bpe";   // char | bpe | unigram
-  int64_t vocab_size = 2048;  // ignored by char
+  std::string kind = "bpe";   // char | bpe | unigram | hf
+  int64_t vocab_size = 2048;  // ignored by char and hf
   std::string model_path;     // an existing sentencepiece .model to use instead of training one
+  std::string hf_path;        // kind hf: a tokenizer.json, vocab.txt, vocab.json or a folder of them
 };
 
-// Builds a tokenizer for `spec` from the training text (a char vocabulary, or a trained sentencepiece model).
+// Builds a tokenizer for `spec` from the training text (a char vocabulary, or a trained sentencepiece model), or
+// loads the Hugging Face tokenizer of kind hf (the text is not used then).
 // `work_dir` receives temporary files. Throws UserError for impossible specs (e.g. vocab larger than the data allows).
 std::unique_ptr<Tokenizer> build_tokenizer(const TokenizerSpec& spec, const std::string& training_text,
                                            const std::string& work_dir);

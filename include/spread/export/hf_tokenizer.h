@@ -10,6 +10,7 @@
 //   unigram (sentencepiece)  a Unigram model with byte fallback over the pieces and their scores (control, byte
 //                        and unknown pieces unreachable from text, as in sentencepiece, except a name spelled with a
 //                        character never seen in training), the same normalizer and decoder
+//   hf                   the run's tokenizer.hf.json, byte for byte (data/hf_run_tokenizer.h)
 // Encoder runs list their reserved ids as special added tokens ([PAD] [CLS] [SEP] [MASK], and [Q] [D] where the
 // tokenizer has them, so that PyLate's convert_tokens_to_ids("[Q]") finds spread's marker) and frame texts as
 // "[CLS] text [SEP]" with a TemplateProcessing post processor, as encode_for_encoder does (encode with
@@ -36,6 +37,9 @@ std::vector<SentencePieceEntry> read_sentencepiece_pieces(const std::string& mod
 
 // tokenizer.json for the tokenizer saved in run_dir, or nullopt for a kind that has none.
 std::optional<nlohmann::json> hf_tokenizer_json(const std::string& run_dir, const Tokenizer& tokenizer);
+
+// The bytes of a kind hf run's tokenizer.hf.json, which export writes as the folder's tokenizer.json.
+std::string hf_tokenizer_bytes(const std::string& run_dir);
 
 // tokenizer_config.json (PreTrainedTokenizerFast and its special tokens; [Q] [D] as additional_special_tokens).
 nlohmann::json hf_tokenizer_config(const Tokenizer& tokenizer, int64_t max_length);

@@ -27,6 +27,19 @@ class Progress {
   int64_t window_steps_ = 0;
 };
 
+// Progress of a pass over many items (texts to embed, lines to tokenize): at most one stderr line a second,
+// "WHAT 1200/5000 UNIT | 830 UNIT/s | ETA 4s", and always the last one.
+class CountProgress {
+ public:
+  explicit CountProgress(std::string what, std::string unit = "texts");
+  void operator()(int64_t done, int64_t total);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::string what_, unit_;
+  Clock::time_point start_, last_;
+};
+
 // "1h02m", "2m03s", "45s"
 std::string format_duration(double seconds);
 

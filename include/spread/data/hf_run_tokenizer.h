@@ -1,0 +1,31 @@
+#pragma once
+// A Hugging Face tokenizer (data/hf/tokenizer.h) as a run's tokenizer: the recipe's [tokenizer] kind = "hf" with
+// path = a tokenizer.json, vocab.txt, vocab.json (+ merges.txt) or a folder of them, so that LM and encoder runs
+// train on a real vocabulary (GPT-2's, BERT's) instead of one trained on the run's text.
+//   encode   the reference's encode(text, add_special_tokens = false).ids: spread frames encoder texts itself
+//            (encode_for_encoder), so the post-processor's [CLS] ... [SEP] would come twice. The file's truncation
+//            and padding settings are left out (they would cut an LM's training text at max_length tokens); its
+//            added tokens stay, so a text that spells "[MASK]" gets the [MASK] id, as in the reference.
+//   decode   the reference's decode(ids, skip_special_tokens = false), so generated special tokens stay visible.
+//   vocab    vocab_size() with the added tokens.
+//   special_ids()  the vocabulary's own [PAD] [CLS] [SEP] [MASK] (BERT's 0, 101, 102, 103) when it has all four,
+//            none otherwise (encoder objectives then refuse the vocabulary instead of appending new ids, which the
+//            HF file would not know). No [Q] / [D]: a Hugging Face vocabulary has no late-interaction markers, so
+//            the recipe refuses objective maxsim with kind hf.
+// In a run directory: tokenizer.hf.json (the HF file exactly as read; the legacy layouts converted to it) beside
+// spread's tokenizer.json {"kind": "hf", "vocab_size", "file": "tokenizer.hf.json", "source"}, so that resume,
+// eval, generate and export need no access to the original path. Export writes tokenizer.hf.json as the folder's
+// tokenizer.json, byte for byte.
+#include <memory>
+#include <string>
+
+#include "spread/data/tokenizer.h"
+
+namespace spread {
+
+inline constexpr const char* kHfTokenizerFile = "tokenizer.hf.json";
+
+// Loads `path` (any layout hf::Tokenizer::load reads). UserError naming the file for anything it cannot read.
+std::unique_ptr<Tokenizer> load_hf_run_tokenizer(const std::string& path);
+
+}  // namespace spread

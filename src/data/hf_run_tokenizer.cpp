@@ -1,0 +1,119 @@
+// A Hugging Face tokenizer as a run's tokenizer (data/hf_run_tokenizer.h).
+#include "spread/data/hf_run_tokenizer.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <optional>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "spread/data/hf/tokenizer.h"
+#include "spread/util/error.h"
+#include "spread/util/file.h"
+
+namespace fs = std::filesystem;
+
+namespace spread {
+namespace {
+
+// Removes the file when it goes out of scope.
+struct TemporaryFile {
+  std::string path;
+  ~TemporaryFile() {
+    if (!path.empty()) std::remove(path.c_str());
+  }
+};
+
+// `json_text` without its truncation and padding settings, or nullopt when it has none.
+std::optional<std::string> without_truncation_and_padding(const std::string& json_text, const std::string& source) {
+  nlohmann::ordered_json doc;
+  try {
+    doc = nlohmann::ordered_json::parse(json_text);
+  } catch (const nlohmann::json::exception& e) {
+    throw user_error(source, 0, "", std::string("not valid JSON: ") + e.what());
+  }
+  const auto set = [&](const char* key) { return doc.contains(key) && !doc[key].is_null(); };
+  if (!set("truncation") && !set("padding")) return std::nullopt;
+  doc["truncation"] = nullptr;
+  doc["padding"] = nullptr;
+  return doc.dump();
+}
+
+// hf::Tokenizer reads files only, so the copy without truncation and padding goes through a temporary file.
+std::unique_ptr<hf::Tokenizer> load_from_text(const std::string& json_text, const std::string& source) {
+  std::string name = (fs::temp_directory_path() / "spread-hf-XXXXXX.json").string();
+  const int fd = mkstemps(name.data(), 5);
+  if (fd < 0) throw user_error(name, 0, "", "cannot create a temporary copy of " + source, "check $TMPDIR");
+  close(fd);
+  TemporaryFile tmp{name};
+  {
+    std::ofstream out(name, std::ios::binary | std::ios::trunc);
+    out << json_text;
+    if (!out) throw user_error(name, 0, "", "cannot write a temporary copy of " + source, "check free disk space");
+  }
+  return hf::Tokenizer::load(name);
+}
+
+// The vocabulary's own [PAD] [CLS] [SEP] [MASK], when it has all four.
+SpecialIds vocabulary_special_ids(const hf::Tokenizer& hf) {
+  const auto pad = hf.token_to_id("[PAD]"), cls = hf.token_to_id("[CLS]"), sep = hf.token_to_id("[SEP]"),
+             mask = hf.token_to_id("[MASK]");
+  SpecialIds ids;
+  if (!pad || !cls || !sep || !mask) return ids;
+  ids.pad = *pad, ids.cls = *cls, ids.sep = *sep, ids.mask = *mask;
+  ids.ordinary_end = int32_t(hf.vocab_size());  // BERT's data collator draws random tokens from the whole vocabulary
+  return ids;
+}
+
+class HfRunTokenizer final : public Tokenizer {
+ public:
+  HfRunTokenizer(std::unique_ptr<hf::Tokenizer> hf, std::string json_text, std::string source)
+      : hf_(std::move(hf)), json_text_(std::move(json_text)), source_(std::move(source)),
+        special_(vocabulary_special_ids(*hf_)) {}
+
+  std::vector<int32_t> encode(const std::string& text) const override {
+    return hf_->encode(text, /*add_special_tokens=*/false).ids;
+  }
+  std::string decode(const std::vector<int32_t>& ids) const override {
+    return hf_->decode(ids, /*skip_special_tokens=*/false);
+  }
+  int64_t vocab_size() const override { return hf_->vocab_size(); }
+  std::string kind() const override { return "hf"; }
+  SpecialIds special_ids() const override { return special_; }
+
+  void save(const std::string& run_dir) const override {
+    write_tokenizer_files(run_dir, "hf", vocab_size(), kHfTokenizerFile, json_text_);
+    // Where it came from, for the reader of the run directory; loading needs only tokenizer.hf.json.
+    const fs::path meta_path = fs::path(run_dir) / "tokenizer.json";
+    auto bytes = read_whole_file(meta_path.string());
+    if (!bytes) throw user_error(meta_path.string(), 0, "", "cannot read the tokenizer description just written");
+    nlohmann::json meta = nlohmann::json::parse(*bytes);
+    meta["source"] = fs::absolute(source_).lexically_normal().string();
+    const std::string tmp = meta_path.string() + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out << meta.dump(2) << "\n";
+      if (!out) throw user_error(tmp, 0, "", "cannot write the tokenizer description");
+    }
+    rename_file(tmp, meta_path.string());
+  }
+
+ private:
+  std::unique_ptr<hf::Tokenizer> hf_;
+  std::string json_text_;  // what save() keeps: the file as read
+  std::string source_;
+  SpecialIds special_;
+};
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> load_hf_run_tokenizer(const std::string& path) {
+  auto hf = hf::Tokenizer::load(path);
+  std::string json_text = hf->to_json();
+  if (auto stripped = without_truncation_and_padding(json_text, path)) hf = load_from_text(*stripped, path);
+  return std::make_unique<HfRunTokenizer>(std::move(hf), std::move(json_text), path);
+}
+
+}  // namespace spread
