@@ -551,6 +551,7 @@ void resolve_data_root(Recipe& r) {
   resolve(r.eval.sts, "eval.sts");
   resolve(r.eval.beir, "eval.beir");
   resolve(r.tokenizer.model, "tokenizer.model");
+  resolve(r.tokenizer.path, "tokenizer.path");
   r.data.root = root;
 }
 
