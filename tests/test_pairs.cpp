@@ -495,9 +495,10 @@ TEST(Stsb, ExtractPairsWithScoreAtLeastFour) {
 }
 
 TEST(Sick, ExtractEntailmentPairsAndHardNegatives) {
-  // Lines 860-880 of SICK.txt: TRAIN+TRIAL ENTAILMENT pairs 867, 870, 876, 880 (875 and 877 are TEST). Only 876's
-  // anchor ("An ice skating rink placed outdoors is full of people") has a TRAIN contradiction: 868, where it is
-  // sentence_B of "...is empty" with B_contradicts_A, before 874 where it is sentence_A.
+  // Lines 860-880 of SICK.txt (pairs 865-885): TRAIN+TRIAL ENTAILMENT pairs 867, 870, 876, 880 (875 and 877 are
+  // TEST). Two anchors have a TRAIN contradiction: 876's ("An ice skating rink placed outdoors is full of people") is
+  // sentence_B of 868 ("...is empty", B_contradicts_A), before 874 where it is sentence_A; 880's ("The girl in the
+  // blue and white uniform is cheering") is sentence_B of 881 ("...isn't cheering", B_contradicts_A).
   const std::string file = kExtracts + "/SICK_extract.txt";
   const PairSet all = load_pairs(spec_for("sick", {file}));
   EXPECT_EQ(all.train.size(), 4u);
@@ -505,11 +506,14 @@ TEST(Sick, ExtractEntailmentPairsAndHardNegatives) {
   PairSourceSpec spec = spec_for("sick", {file});
   spec.hard_negatives = true;
   const PairSet hard = load_pairs(spec);
-  ASSERT_EQ(hard.train.size(), 1u);
+  ASSERT_EQ(hard.train.size(), 2u);
   EXPECT_EQ(hard.train[0].anchor, "An ice skating rink placed outdoors is full of people");
   EXPECT_EQ(hard.train[0].positive, "A lot of people are in an ice skating park");
   ASSERT_EQ(hard.train[0].negatives.size(), 1u);
   EXPECT_EQ(hard.train[0].negatives[0], "An ice skating rink placed outdoors is empty");
+  EXPECT_EQ(hard.train[1].anchor, "The girl in the blue and white uniform is cheering");
+  ASSERT_EQ(hard.train[1].negatives.size(), 1u);
+  EXPECT_EQ(hard.train[1].negatives[0], "The girl in the blue and white uniform isn't cheering");
 }
 
 TEST(Sts, ReadsTheTestRowsOfASickExtract) {
