@@ -167,7 +167,9 @@ std::vector<std::string> compare(const Encoding& e, const std::string& line, con
   check("type_ids", e.type_ids);
   check("attention_mask", e.attention_mask);
   check("special_tokens_mask", e.special_tokens_mask);
-  check("decoded", decoded);
+  // Where the reference itself panics in decode (hf_tokenize_ref.py's reference_decode) there is nothing to
+  // compare the decoded text with; ids, tokens, offsets and masks still are.
+  if (!ref["decoded"].is_object()) check("decoded", decoded);
   return diffs;
 }
 
