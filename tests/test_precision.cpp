@@ -64,10 +64,20 @@ void expect_not_float32(const torch::Tensor& got, const torch::Tensor& exact, co
 
 bool bf16_here() { return spread::plan_precision("bf16", torch::kCPU).used == "bf16"; }
 
+// The bounds below are oneDNN's bf16 kernels' (float32 accumulation), which LibTorch runs where the CPU has a bf16
+// instruction set. Without one (e.g. this project's AMD EPYC machines, no AVX-512 at all) LibTorch's fallback
+// product falls outside them, measured: dx and dW beyond the bound by 0.009-0.05; spread never trains in bf16 there
+// (plan_precision falls back to float32, Precision.* checks that), so there is no promise to check.
+#define SKIP_WITHOUT_BF16_INSTRUCTIONS()                                                                      \
+  if (spread::cpu_bf16_flags().empty())                                                                        \
+  GTEST_SKIP() << "this CPU has neither avx512_bf16 nor amx_bf16: spread runs float32 here, and LibTorch's "   \
+                  "fallback bf16 product is not the oneDNN one these bounds describe"
+
 }  // namespace
 
 // y = x W^T + b and its gradients for an upstream gradient G: dx = G W, dW = G^T x, db = column sums of G.
 TEST(MixedLinear, Bf16OutputAndGradientsAreWithinTheBf16BoundOfFloat64) {
+  SKIP_WITHOUT_BF16_INSTRUCTIONS();
   torch::manual_seed(3);
   const int64_t rows = 48, in = 96, out = 40;
   auto x = torch::randn({4, rows / 4, in}).requires_grad_(true);
@@ -100,6 +110,7 @@ TEST(MixedLinear, Bf16OutputAndGradientsAreWithinTheBf16BoundOfFloat64) {
 // error < 2e-5, README "Fused CPU kernels"; far below u), then the same product bound as above with a = gelu(h);
 // its derivative Phi(h) + h phi(h) is float32 as well, with an error below 2e-5 (Phi(h) + |h| phi(h)).
 TEST(MixedLinear, Bf16GeluLinearIsWithinTheBf16BoundOfFloat64) {
+  SKIP_WITHOUT_BF16_INSTRUCTIONS();
   torch::manual_seed(4);
   const int64_t rows = 32, in = 64, out = 24;
   auto h = torch::randn({rows, in}).requires_grad_(true);
