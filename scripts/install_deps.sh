@@ -7,7 +7,7 @@ required=(build-essential cmake pkg-config libtorch-dev libsentencepiece-dev lib
           libcxxopts-dev libtomlplusplus-dev nlohmann-json3-dev libicu-dev zlib1g-dev libgtest-dev libgloo-dev
           libopenblas0-pthread libopenblas0-openmp libjemalloc-dev wordnet-base
           python3-torch python3-numpy)
-optional=(chromium ccache python3-venv)
+optional=(chromium ccache ninja-build python3-venv)
 
 wanted=("${required[@]}")
 [[ "${1:-}" == "--optional" ]] && wanted+=("${optional[@]}")

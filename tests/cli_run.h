@@ -1,4 +1,5 @@
 #pragma once
+#include "test_paths.h"
 // Running the built spread binary from a test (SPREAD_BINARY): exit code and combined output, a fresh
 // temporary directory per test, and the values a run logged under one key.
 #include <sys/wait.h>

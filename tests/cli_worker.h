@@ -1,4 +1,5 @@
 #pragma once
+#include "test_paths.h"
 // A spread process started in the background (multi-rank and launcher tests): extra environment variables, output
 // (stdout and stderr) in a log file, and a bounded wait for its exit code.
 #include <signal.h>

@@ -1,4 +1,5 @@
 #pragma once
+#include "test_paths.h"
 // The Python environment of the reference libraries (scripts/python_env.sh) as tests find it: $SPREAD_PYTHON,
 // else $SPREAD_VENV/bin/python, else the repository's .venv/bin/python. Tests that need a library call
 // reference_python({"tokenizers"}) and skip, printing why, when it returns "" (scripts/test.sh makes the

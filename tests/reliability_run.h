@@ -1,4 +1,5 @@
 #pragma once
+#include "test_paths.h"
 // The spread binary in tests of misuse and accidents (test_reliability*.cpp): a shell command with its exit code
 // and output, a process in the background, polling, and the tiny char model run those tests start (1 layer, width
 // 32, block 32, batch 4, one thread).

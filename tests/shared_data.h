@@ -1,4 +1,5 @@
 #pragma once
+#include "test_paths.h"
 // The full data sets (README: Data) as tests find them: $SPREAD_DATA, else ../shared/data beside the repository.
 // A test that needs one starts with SHARED_DATA_OR_SKIP(file, "stsb/stsb-en-train.csv"): when the path is absent it
 // skips, printing the path and how to get it, so that a clone without the data passes. With SPREAD_REQUIRE_DATA=1

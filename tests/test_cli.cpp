@@ -1,6 +1,7 @@
 // The spread binary as a user meets it: help on every subcommand, exit code 2 with a clear message for bad
 // input, and a tiny train -> eval -> generate -> compare round.
 #include <gtest/gtest.h>
+#include "test_paths.h"
 #include <sys/wait.h>
 
 #include <array>

@@ -3,6 +3,7 @@
 // way sentence-transformers writes MultipleNegatives(Symmetric)RankingLoss and MatryoshkaLoss
 // (scripts/gen_contrastive_fixtures.py).
 #include <gtest/gtest.h>
+#include "test_paths.h"
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 

@@ -2,6 +2,7 @@
 // damaged files, the GPT-2 / MegatronBert name maps, the CLI's promises (byte-identical, refusals with exit 2),
 // init_from of an export, and an independent forward pass (scripts/check_export.py, from HF's modeling code).
 #include <gtest/gtest.h>
+#include "test_paths.h"
 #include <torch/torch.h>
 
 #include <algorithm>

@@ -3,6 +3,7 @@
 // reference library (Hugging Face `tokenizers`, through the Python of tests/python_env.h; skipped with the reason
 // when it is absent): the ids the run trained on, the ids `spread tokenize` gives, the exported tokenizer.json.
 #include <gtest/gtest.h>
+#include "test_paths.h"
 #include <torch/torch.h>
 
 #include <filesystem>

@@ -7,6 +7,7 @@
 //     or the shared data).
 //   HfBadInput: each malformed file is one UserError naming the file and the problem.
 #include <gtest/gtest.h>
+#include "test_paths.h"
 #include <unistd.h>
 
 #include <algorithm>

@@ -3,6 +3,7 @@
 // 100%) and `spread calibrate` (a threshold whose achieved mean stays within the target, monotone in it), and one
 // line with exit code 2 for bad input.
 #include <gtest/gtest.h>
+#include "test_paths.h"
 
 #include <fstream>
 #include <nlohmann/json.hpp>

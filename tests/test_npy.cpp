@@ -1,5 +1,6 @@
 // The .npy reader against files written by NumPy (scripts/gen_socm_fixtures.py) and its own writer.
 #include <gtest/gtest.h>
+#include "test_paths.h"
 
 #include <cstdio>
 #include <filesystem>

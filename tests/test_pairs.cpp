@@ -3,6 +3,7 @@
 // determinism, duplicate-free batches and epoch crossing against a walk done by hand; and the real datasets'
 // counts against independent counts (awk / Python one-liners quoted in the comments, or the datasets' READMEs).
 #include <gtest/gtest.h>
+#include "test_paths.h"
 #include <unistd.h>
 
 #include <cmath>

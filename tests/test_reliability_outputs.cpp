@@ -4,6 +4,7 @@
 // existing output is replaced (and --help says so); runs that a command cannot serve are refused with exit 2.
 // Two tiny runs (char tokenizer, one layer, width 16, three steps) are trained once and shared by the tests.
 #include <gtest/gtest.h>
+#include "test_paths.h"
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -3,6 +3,7 @@
 // runs when a rank fails or the port is taken. CLI tests drive the built binary as a user would.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include "test_paths.h"
 #include <netinet/in.h>
 #include <sys/socket.h>
 

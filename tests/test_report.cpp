@@ -2,6 +2,7 @@
 // tests/data/report/), TOML flattening, min/max downsampling, the chart catalogue, recipe differences, the size of a
 // 20,000-step three-run page, the CLI, and a headless Chromium render where Chromium is installed.
 #include <gtest/gtest.h>
+#include "test_paths.h"
 
 #include <fmt/format.h>
 

@@ -2,6 +2,7 @@
 // as the issue states it and in long double where float64 itself is the limit), against a 50-digit mpmath fixture
 // (scripts/gen_socm_fixtures.py), against closed forms, and for the properties the SPEC requires.
 #include <gtest/gtest.h>
+#include "test_paths.h"
 
 #include <fmt/format.h>
 #include <sys/wait.h>

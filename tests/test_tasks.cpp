@@ -2,6 +2,7 @@
 // model, cached (GradCache) = uncached contrastive gradients, documents, init_from, bitwise resume per task, and
 // which states `spread diagnose` reads from an encoder run.
 #include <gtest/gtest.h>
+#include "test_paths.h"
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 

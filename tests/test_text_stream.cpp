@@ -3,6 +3,7 @@
 // case (a dropped leading space, byte-fallback characters split over several ids); the window restart is
 // crossed by a sequence longer than it.
 #include <gtest/gtest.h>
+#include "test_paths.h"
 #include <unistd.h>
 
 #include <filesystem>

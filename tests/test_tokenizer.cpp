@@ -2,6 +2,7 @@
 // byte fallback against the UTF-8 bytes written by hand, save/load, errors, and LibTorch still working once the
 // sentencepiece shim (with its own protobuf) is loaded.
 #include <gtest/gtest.h>
+#include "test_paths.h"
 #include <torch/torch.h>
 #include <unistd.h>
 

@@ -1,5 +1,6 @@
 // Training end to end on a tiny corpus: resume equality, checkpoint integrity, data determinism, NaN guard.
 #include <gtest/gtest.h>
+#include "test_paths.h"
 #include <torch/torch.h>
 
 #include <algorithm>

@@ -3,6 +3,7 @@
 // distances); the budgets' edge cases; pooled rows against cluster means computed here; batches against single
 // documents; the calibration against the fixture's heights.
 #include <gtest/gtest.h>
+#include "test_paths.h"
 #include <torch/torch.h>
 
 #include <algorithm>

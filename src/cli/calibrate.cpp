@@ -33,6 +33,7 @@ int cmd_calibrate(int argc, char** argv) {
                            "(maxsim) run. A mean budget, not a per-document cap.");
   options.add_options()
       ("run", "run directory of a maxsim run", cxxopts::value<std::string>(), "RUN_DIR")
+      ("model", kModelOptionHelp, cxxopts::value<std::string>(), "DIR")
       ("docs", "documents: .txt (one per line), .jsonl, or a BEIR folder", cxxopts::value<std::string>(), "PATH")
       ("target-tokens", "wanted mean vectors per document, protected tokens included", cxxopts::value<double>(), "T")
       ("max-docs", "use the first N documents", cxxopts::value<int64_t>()->default_value("1000"), "N")
@@ -44,14 +45,14 @@ int cmd_calibrate(int argc, char** argv) {
     fmt::print("{}\n", options.help());
     return 0;
   }
-  if (!args.count("run") || !args.count("docs") || !args.count("target-tokens"))
+  if (!has_model_source(args) || !args.count("docs") || !args.count("target-tokens"))
     throw UserError("give --run RUN_DIR --docs PATH --target-tokens T (see `spread calibrate --help`)");
   CalibrateRequest request;
   request.docs = args["docs"].as<std::string>();
   request.target_tokens = real_option(args, "target-tokens", 1, 1e9);
   request.max_docs = int_option(args, "max-docs", 1, INT64_MAX);
   request.batch_size = int_option(args, "batch-size", 1, kMaxBatchSize);
-  LoadedRun run = load_run(args["run"].as<std::string>());
+  LoadedRun run = load_run(model_source(args));
   const nlohmann::json r = calibrate_run(run, request);
   warn_if_unreachable(r);
   if (args.count("json")) {

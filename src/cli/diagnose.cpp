@@ -148,7 +148,7 @@ DiagnoseReport diagnose_run(const std::string& dir, const std::string& texts_spe
     throw user_error(texts_spec, 0, "--texts", "fewer than two texts with tokens", "give at least two non-empty texts");
 
   DiagnoseReport report;
-  report.source_kind = "run";
+  report.source_kind = run.model_folder ? "model" : "run";
   report.source = dir;
   report.texts = texts_spec;
   report.step = run.step;
@@ -173,6 +173,7 @@ int cmd_diagnose(int argc, char** argv) {
                                std::string(kOutputRule));
   options.add_options()
       ("run", "run directory (its newest checkpoint)", cxxopts::value<std::string>(), "RUN_DIR")
+      ("model", kModelOptionHelp, cxxopts::value<std::string>(), "DIR")
       ("texts", "texts file, one text per line, or 'wordnet'", cxxopts::value<std::string>(), "FILE")
       ("token-lists", "directory of .npy token lists instead of a run", cxxopts::value<std::string>(), "DIR")
       ("layers", "all, last (block), final (after the final norm: what pooling reads), or indices such as 0,3,-1 "
@@ -191,9 +192,9 @@ int cmd_diagnose(int argc, char** argv) {
     fmt::print("{}\n", options.help());
     return 0;
   }
-  const bool from_run = args.count("run") > 0, from_lists = args.count("token-lists") > 0;
+  const bool from_run = has_model_source(args), from_lists = args.count("token-lists") > 0;
   if (from_run == from_lists)
-    throw UserError("give either --run RUN_DIR --texts FILE or --token-lists DIR (see `spread diagnose --help`)");
+    throw UserError("give either --run RUN_DIR (or --model DIR) --texts FILE or --token-lists DIR (see `spread diagnose --help`)");
   if (from_run && !args.count("texts"))
     throw UserError("--run needs --texts FILE (one text per line) or --texts wordnet");
   if (from_lists && (args.count("texts") || args.count("layers")))
@@ -206,7 +207,7 @@ int cmd_diagnose(int argc, char** argv) {
   opt.threads = int(int_option(args, "threads", 0, 4096));
   const auto max_texts = size_t(int_option(args, "max-texts", 0, INT64_MAX));
   if (args.count("out")) prepare_output_file(args["out"].as<std::string>(), "--out");
-  DiagnoseReport report = from_run ? diagnose_run(args["run"].as<std::string>(), args["texts"].as<std::string>(),
+  DiagnoseReport report = from_run ? diagnose_run(model_source(args), args["texts"].as<std::string>(),
                                                   args["layers"].as<std::string>(), max_texts, opt)
                                    : diagnose_token_lists(args["token-lists"].as<std::string>(), opt);
   fmt::print("{}", format_report(report));

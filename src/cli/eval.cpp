@@ -24,9 +24,17 @@ struct Limits {
   int64_t batch_size, max_batches;
 };
 
-int eval_lm(LoadedRun& run, const cxxopts::ParseResult& args, const Limits& limits) {
+EvalResult lm_result(LoadedRun& run, const cxxopts::ParseResult& args, const Limits& limits) {
+  if (args.count("text"))
+    return evaluate_text_file(run, args["text"].as<std::string>(), limits.batch_size, limits.max_batches);
+  if (run.model_folder)
+    throw UserError("--model " + run.dir + ": a model folder has no validation split; give --text FILE");
   TokenFile val(run.dir + "/val.bin");
-  EvalResult r = evaluate_split(run.model, val, limits.batch_size, limits.max_batches, recipe_device(run.recipe));
+  return evaluate_split(run.model, val, limits.batch_size, limits.max_batches, recipe_device(run.recipe));
+}
+
+int eval_lm(LoadedRun& run, const cxxopts::ParseResult& args, const Limits& limits) {
+  EvalResult r = lm_result(run, args, limits);
   if (args.count("json")) {
     const nlohmann::json j = {{"step", run.step}, {"val_loss", r.loss}, {"val_ppl", r.ppl}, {"val_bpb", r.bpb},
                               {"tokens", r.tokens}};
@@ -97,9 +105,12 @@ int cmd_eval(int argc, char** argv) {
                                               std::string(kOutputRule));
   options.add_options()
       ("run", "run directory", cxxopts::value<std::string>(), "RUN_DIR")
+      ("model", kModelOptionHelp, cxxopts::value<std::string>(), "DIR")
       ("sts", "STS file (STS-B CSV or SICK.txt): Spearman of cosine vs gold", cxxopts::value<std::string>(), "CSV")
       ("beir", "BEIR folder (corpus.jsonl, queries.jsonl, qrels/): nDCG@10, MRR@10, Recall@100",
        cxxopts::value<std::string>(), "DIR")
+      ("text", "LM: a text file to measure instead of the run's validation split (a model folder has none)",
+       cxxopts::value<std::string>(), "FILE")
       ("pooling", "mean, cls or last (default: the run's loss.contrastive.pooling)", cxxopts::value<std::string>())
       ("pool-factors", "maxsim runs: Ward pool factors to evaluate, e.g. 1,2,3,4,6,8 (1 = unpooled; default 1)",
        cxxopts::value<std::string>(), "LIST")
@@ -113,11 +124,11 @@ int cmd_eval(int argc, char** argv) {
     fmt::print("{}\n", options.help());
     return 0;
   }
-  if (!args.count("run")) throw UserError("missing --run RUN_DIR (see `spread eval --help`)");
+  if (!has_model_source(args)) throw UserError("missing --run RUN_DIR or --model DIR (see `spread eval --help`)");
   const Limits limits{int_option(args, "batch-size", 1, kMaxBatchSize), int_option(args, "max-batches", 0, INT64_MAX)};
   if (args.count("pool-factors")) pool_factors(args["pool-factors"].as<std::string>());  // fails before loading
   if (args.count("out")) prepare_output_file(args["out"].as<std::string>(), "--out");
-  LoadedRun run = load_run(args["run"].as<std::string>());
+  LoadedRun run = load_run(model_source(args));
   if (run.recipe.train.objective == "maxsim") return eval_late_interaction(run, args, limits);
   if (args.count("pool-factors"))
     throw UserError("--pool-factors: only a late-interaction run (train.objective = \"maxsim\") has token vectors "

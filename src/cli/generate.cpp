@@ -16,6 +16,7 @@ int cmd_generate(int argc, char** argv) {
   cxxopts::Options options("spread generate", "Sample text from a run's newest checkpoint.");
   options.add_options()
       ("run", "run directory", cxxopts::value<std::string>(), "RUN_DIR")
+      ("model", kModelOptionHelp, cxxopts::value<std::string>(), "DIR")
       ("prompt", "text to continue", cxxopts::value<std::string>()->default_value("\n"))
       ("max-new-tokens", fmt::format("tokens to sample (at most {})", kMaxNewTokens),
        cxxopts::value<int64_t>()->default_value("200"))
@@ -28,13 +29,13 @@ int cmd_generate(int argc, char** argv) {
     fmt::print("{}\n", options.help());
     return 0;
   }
-  if (!args.count("run")) throw UserError("missing --run RUN_DIR (see `spread generate --help`)");
+  if (!has_model_source(args)) throw UserError("missing --run RUN_DIR or --model DIR (see `spread generate --help`)");
   SampleOptions o;
   o.max_new_tokens = int_option(args, "max-new-tokens", 0, kMaxNewTokens);
   o.temperature = real_option(args, "temperature", 0, 100);
   o.top_k = int_option(args, "top-k", 0, INT64_MAX);
   o.seed = uint64_t(int_option(args, "seed", 0, INT64_MAX));
-  LoadedRun run = load_run(args["run"].as<std::string>());
+  LoadedRun run = load_run(model_source(args));
   generate_text(run, args["prompt"].as<std::string>(), o, [](const std::string& text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);  // the text of each token as it is drawn, not all of it at the end

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "spread/export/hf_import.h"
 #include "spread/util/error.h"
 
 namespace spread::cli {
@@ -16,6 +17,18 @@ T in_range(const cxxopts::ParseResult& args, const std::string& name, T lo, T hi
 }
 
 }  // namespace
+
+bool has_model_source(const cxxopts::ParseResult& args) { return args.count("run") || args.count("model"); }
+
+std::string model_source(const cxxopts::ParseResult& args) {
+  if (args.count("run") && args.count("model")) throw UserError("give --run RUN_DIR or --model DIR, not both");
+  if (args.count("run")) return args["run"].as<std::string>();
+  const std::string dir = args["model"].as<std::string>();
+  if (!is_model_folder(dir))
+    throw UserError(fmt::format("--model {}: not a model folder (no config.json or modules.json, or it is a run: "
+                                "use --run)", dir));
+  return dir;
+}
 
 cxxopts::ParseResult parse_arguments(cxxopts::Options& options, int argc, char** argv) {
   auto args = options.parse(argc, argv);

@@ -26,6 +26,14 @@ cxxopts::ParseResult parse_arguments(cxxopts::Options& options, int argc, char**
 // commas (cxxopts' list syntax), and `--set data.columns=[q,doc]` would reach the recipe as two broken keys.
 std::vector<std::string> every_value(const cxxopts::ParseResult& args, const std::string& name);
 
+// The commands that read a model take --run RUN_DIR or --model DIR (a Hugging Face or sentence-transformers
+// folder, export/hf_import.h). model_source: the one given; UserError when both are, or when --model is no
+// model folder.
+inline constexpr const char* kModelOptionHelp =
+    "a Hugging Face or sentence-transformers model folder (config.json + model.safetensors) instead of a run";
+bool has_model_source(const cxxopts::ParseResult& args);
+std::string model_source(const cxxopts::ParseResult& args);
+
 // The value of --name, which must lie in [lo, hi] (and be finite).
 int64_t int_option(const cxxopts::ParseResult& args, const std::string& name, int64_t lo, int64_t hi);
 double real_option(const cxxopts::ParseResult& args, const std::string& name, double lo, double hi);

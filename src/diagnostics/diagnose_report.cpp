@@ -105,8 +105,9 @@ LayerReport diagnose_layer(int64_t layer, const std::vector<Eigen::MatrixXd>& to
 }
 
 std::string format_report(const DiagnoseReport& report) {
-  std::string out = fmt::format("{} {}", report.source_kind == "run" ? "run" : "token lists", report.source);
-  if (report.step >= 0) out += fmt::format(" (step {})", report.step);
+  const std::string kind = report.source_kind == "token_lists" ? "token lists" : report.source_kind;
+  std::string out = fmt::format("{} {}", kind, report.source);
+  if (report.step >= 0 && report.source_kind == "run") out += fmt::format(" (step {})", report.step);
   if (!report.texts.empty()) out += fmt::format(", texts {}", report.texts);
   const auto& o = report.options;
   out += o.max_pairs > 0 ? fmt::format("\nSOCM over a sample of up to {} pairs (seed {})", o.max_pairs, o.seed)

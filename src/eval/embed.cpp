@@ -23,14 +23,17 @@ TextBatch pad_batch(const std::vector<const std::vector<int32_t>*>& seqs, int32_
   return {ids, mask};
 }
 
-torch::Tensor embed_batch(Transformer& model, const TextBatch& batch, Pooling pooling) {
+torch::Tensor embed_batch(Transformer& model, const TextBatch& batch, Pooling pooling, int64_t pool_skip) {
   auto out = model->forward(batch.ids, /*want_hidden=*/false, /*want_logits=*/false, batch.mask);
-  return pool(pooling, out.final_hidden, batch.mask);
+  if (pool_skip <= 0) return pool(pooling, out.final_hidden, batch.mask);
+  auto pooled = batch.mask.clone();
+  pooled.narrow(1, 0, std::min(pool_skip, pooled.size(1))).fill_(false);
+  return pool(pooling, out.final_hidden, pooled);
 }
 
 torch::Tensor embed_sequences(Transformer& model, const std::vector<std::vector<int32_t>>& seqs, int32_t pad_id,
                               Pooling pooling, int64_t batch_size, const torch::Device& device,
-                              const std::function<void(int64_t, int64_t)>& progress) {
+                              const std::function<void(int64_t, int64_t)>& progress, int64_t pool_skip) {
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();
   model->eval();
@@ -44,7 +47,7 @@ torch::Tensor embed_sequences(Transformer& model, const std::vector<std::vector<
     const int64_t count = std::min(batch_size, n - first);
     std::vector<const std::vector<int32_t>*> batch;
     for (int64_t i = first; i < first + count; ++i) batch.push_back(&seqs[size_t(order[size_t(i)])]);
-    auto e = embed_batch(model, pad_batch(batch, pad_id, device), pooling).to(torch::kCPU, torch::kFloat);
+    auto e = embed_batch(model, pad_batch(batch, pad_id, device), pooling, pool_skip).to(torch::kCPU, torch::kFloat);
     if (!result.defined()) result = torch::empty({n, e.size(1)}, torch::kFloat);
     auto index = torch::tensor(std::vector<int64_t>(order.begin() + first, order.begin() + first + count), torch::kLong);
     result.index_copy_(0, index, e);
@@ -68,9 +71,9 @@ std::vector<std::vector<int32_t>> tokenize_texts(const Tokenizer& tokenizer, con
 
 torch::Tensor embed_texts(Transformer& model, const Tokenizer& tokenizer, const std::vector<std::string>& texts,
                           int64_t max_length, Pooling pooling, int64_t batch_size, const torch::Device& device,
-                          const std::function<void(int64_t, int64_t)>& progress) {
+                          const std::function<void(int64_t, int64_t)>& progress, int64_t pool_skip) {
   return embed_sequences(model, tokenize_texts(tokenizer, texts, max_length), tokenizer.special_ids().pad, pooling,
-                         batch_size, device, progress);
+                         batch_size, device, progress, pool_skip);
 }
 
 }  // namespace spread

@@ -4,10 +4,13 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <sstream>
+#include <unistd.h>
 
 #include "spread/data/corpus.h"
 #include "spread/data/text_check.h"
+#include "spread/data/token_file.h"
 #include "spread/data/npy.h"
+#include "spread/data/special_tokens.h"
 #include "spread/eval/embed.h"
 #include "spread/eval/encoder_eval.h"
 #include "spread/eval/multi_vector.h"
@@ -16,6 +19,8 @@
 #include "spread/train/setup.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+
+namespace fs = std::filesystem;
 
 namespace spread {
 namespace {
@@ -183,13 +188,74 @@ nlohmann::json calibrate_run(LoadedRun& run, const CalibrateRequest& request) {
           {"ward_distance", run.recipe.loss.pooling_aware.ward_distance}, {"protected_tokens", ward.protected_tokens}};
 }
 
+EvalResult evaluate_text_file(LoadedRun& run, const std::string& path, int64_t batch_size, int64_t max_batches) {
+  auto bytes = read_whole_file(path);
+  if (!bytes) throw user_error(path, 0, "--text", "cannot read the file", "check the path");
+  check_text_file(*bytes, path, "--text");
+  const std::vector<int32_t> tokens = run.tokenizer->encode(*bytes);
+  const int64_t block = run.model->config().block_size;
+  if (int64_t(tokens.size()) < block + 1)
+    throw user_error(path, 0, "--text", fmt::format("has {} tokens, fewer than one window of {} + 1", tokens.size(),
+                                                    block),
+                     "give a longer text");
+  // The windows come from a token file, as a run's split does (memory-mapped, 2 or 4 bytes a token).
+  const fs::path scratch = fs::temp_directory_path() / fmt::format("spread_eval_{}.bin", ::getpid());
+  write_token_file(scratch.string(), tokens, bytes->size());
+  EvalResult r;
+  try {
+    TokenFile file(scratch.string());
+    r = evaluate_split(run.model, file, batch_size, max_batches, recipe_device(run.recipe));
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(scratch, ec);
+    throw;
+  }
+  std::error_code ec;
+  fs::remove(scratch, ec);
+  return r;
+}
+
+std::string encode_prompt(const LoadedRun& run, const EncodeRequest& request) {
+  if (request.prompt_text) {
+    if (!run.sentence) throw user_error(run.dir, 0, "--prompt", "prompts apply to sentence-transformers folders");
+    return *request.prompt_text;
+  }
+  if (!run.sentence) {
+    if (!request.prompt_name.empty())
+      throw user_error(run.dir, 0, "--prompt-name", "prompts apply to sentence-transformers folders");
+    return "";
+  }
+  const std::string name = request.prompt_name.empty() ? run.sentence->default_prompt_name : request.prompt_name;
+  if (name.empty()) return "";
+  auto it = run.sentence->prompts.find(name);
+  if (it == run.sentence->prompts.end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, text] : run.sentence->prompts) names.push_back(n);
+    throw user_error(run.dir + "/config_sentence_transformers.json", 0, "prompts",
+                     "has no prompt '" + name + "'",
+                     names.empty() ? std::string("the folder defines no prompts")
+                                   : fmt::format("its prompts: {}", fmt::join(names, ", ")));
+  }
+  return it->second;
+}
+
 int64_t encode_file(LoadedRun& run, const EncodeRequest& request) {
-  const auto texts = read_texts(request.in);
+  auto texts = read_texts(request.in);
   const EncoderSpec spec = spec_of(run, request.pooling, request.batch_size);
+  // sentence-transformers prepends the prompt to the text; with include_prompt = false its pooling leaves out the
+  // prompt's tokens and [CLS] (the prompt's length as tokenised alone, less its [SEP]).
+  const std::string prompt = encode_prompt(run, request);
+  int64_t pool_skip = 0;
+  if (!prompt.empty()) {
+    for (auto& t : texts) t = prompt + t;
+    if (!run.sentence->include_prompt)
+      pool_skip = int64_t(encode_for_encoder(*run.tokenizer, prompt, spec.max_length).size()) - 1;
+  }
   CountProgress progress("encoding");
   auto e = embed_texts(run.model, *run.tokenizer, texts, spec.max_length, spec.pooling, spec.batch_size, spec.device,
-                       std::ref(progress));
-  if (request.normalize) e = torch::nn::functional::normalize(e, torch::nn::functional::NormalizeFuncOptions().dim(1));
+                       std::ref(progress), pool_skip);
+  const bool normalize = request.normalize && (!run.sentence || run.sentence->normalize);
+  if (normalize) e = torch::nn::functional::normalize(e, torch::nn::functional::NormalizeFuncOptions().dim(1));
   e = e.contiguous();
   write_npy_float32(request.out, e.data_ptr<float>(), e.size(0), e.size(1));
   return e.size(0);

@@ -73,9 +73,9 @@ nlohmann::json pooling_config(const std::string& pooling, int64_t width) {
   return {{"word_embedding_dimension", width},
           {"pooling_mode_cls_token", pooling == "cls"},
           {"pooling_mode_mean_tokens", pooling == "mean"},
-          {"pooling_mode_max_tokens", false},
+          {"pooling_mode_max_tokens", pooling == "max"},
           {"pooling_mode_mean_sqrt_len_tokens", false},
-          {"pooling_mode_weightedmean_tokens", false},
+          {"pooling_mode_weightedmean_tokens", pooling == "weightedmean"},
           {"pooling_mode_lasttoken", pooling == "last"},
           {"include_prompt", true}};
 }
@@ -234,13 +234,19 @@ ExportResult export_run(const ExportRequest& request) {
     if (!cfg.causal)
       throw user_error(recipe.source, 0, "model.causal", "an LM run with a bidirectional model has no HF layout",
                        "export LM runs trained with causal = true");
+    if (cfg.post_norm)
+      throw user_error(recipe.source, 0, "model.norm_position", "an LM run with post-LayerNorm blocks has no GPT-2 "
+                       "layout (GPT-2 is pre-norm)", "export LM runs trained with norm_position = \"pre\"");
     result.layout = "gpt2";
     files["config.json"] = json_file(gpt2_config(cfg, tokenizer->bos_id(), tokenizer->eos_id()));
     files["model.safetensors"] = safetensors_bytes(gpt2_tensors(params, cfg));
   } else {
-    result.layout = recipe.train.objective == "maxsim" ? "pylate" : "megatron-bert";
-    files["config.json"] = json_file(megatron_bert_config(cfg, tokenizer->special_ids().pad));
-    files["model.safetensors"] = safetensors_bytes(megatron_bert_tensors(params, cfg));
+    // A post-LN encoder (an imported BERT) goes back as BertModel; spread's pre-LN one is MegatronBert.
+    result.layout = recipe.train.objective == "maxsim" ? "pylate" : cfg.post_norm ? "bert" : "megatron-bert";
+    const int32_t pad = tokenizer->special_ids().pad;
+    files["config.json"] = json_file(cfg.post_norm ? bert_config(cfg, pad) : megatron_bert_config(cfg, pad));
+    files["model.safetensors"] = safetensors_bytes(cfg.post_norm ? bert_tensors(params, cfg)
+                                                                 : megatron_bert_tensors(params, cfg));
     if (result.layout == "pylate") add_pylate_files(recipe, cfg, params, *tokenizer, tokenizer_json, files);
     else add_sentence_transformers_files(recipe, cfg, files);
   }

@@ -98,9 +98,9 @@ nlohmann::json gpt2_config(const TransformerConfig& cfg, int32_t bos_id, int32_t
           {"n_embd", cfg.n_embd},
           {"n_layer", cfg.n_layer},
           {"n_head", cfg.n_head},
-          {"n_inner", 4 * cfg.n_embd},
-          {"activation_function", "gelu"},
-          {"layer_norm_epsilon", kLayerNormEps},
+          {"n_inner", cfg.mlp_width()},
+          {"activation_function", cfg.gelu_tanh ? "gelu_new" : "gelu"},
+          {"layer_norm_epsilon", cfg.layer_norm_eps},
           {"resid_pdrop", cfg.dropout},
           {"embd_pdrop", cfg.dropout},
           {"attn_pdrop", cfg.dropout},
@@ -169,7 +169,7 @@ NamedTensors megatron_bert_tensors(const NamedTensors& params, const Transformer
     linear("attn.proj", "attention.output.dense", C);
     out[h + "ln.weight"] = param(params, s + "ln2.weight");
     out[h + "ln.bias"] = param(params, s + "ln2.bias");
-    linear("mlp.fc", "intermediate.dense", 4 * C);
+    linear("mlp.fc", "intermediate.dense", cfg.mlp_width());
     linear("mlp.proj", "output.dense", C);
   }
   return out;
@@ -182,14 +182,63 @@ nlohmann::json megatron_bert_config(const TransformerConfig& cfg, int32_t pad_id
           {"hidden_size", cfg.n_embd},
           {"num_hidden_layers", cfg.n_layer},
           {"num_attention_heads", cfg.n_head},
-          {"intermediate_size", 4 * cfg.n_embd},
+          {"intermediate_size", cfg.mlp_width()},
           {"hidden_act", "gelu"},
           {"hidden_dropout_prob", cfg.dropout},
           {"attention_probs_dropout_prob", cfg.dropout},
           {"max_position_embeddings", cfg.block_size},
           {"type_vocab_size", 2},
           {"initializer_range", 0.02},
-          {"layer_norm_eps", kLayerNormEps},
+          {"layer_norm_eps", cfg.layer_norm_eps},
+          {"pad_token_id", std::max(pad_id, 0)},
+          {"position_embedding_type", "absolute"},
+          {"use_cache", false},
+          {"torch_dtype", "float32"}};
+}
+
+NamedTensors bert_tensors(const NamedTensors& params, const TransformerConfig& cfg) {
+  const int64_t C = cfg.n_embd;
+  NamedTensors out;
+  auto copy = [&](const std::string& from, const std::string& to) { out[to] = param(params, from); };
+  auto linear = [&](const std::string& from, const std::string& to) {
+    copy(from + ".weight", to + ".weight");
+    copy(from + ".bias", to + ".bias");
+  };
+  copy("wte.weight", "embeddings.word_embeddings.weight");
+  copy("wpe.weight", "embeddings.position_embeddings.weight");
+  copy("wtt.weight", "embeddings.token_type_embeddings.weight");
+  linear("emb_norm", "embeddings.LayerNorm");
+  for (int64_t i = 0; i < cfg.n_layer; ++i) {
+    const std::string s = fmt::format("blocks.{}.", i), h = fmt::format("encoder.layer.{}.", i);
+    const char* parts[] = {"query", "key", "value"};
+    for (const std::string kind : {"weight", "bias"}) {
+      const auto& t = param(params, s + "attn.qkv." + kind);
+      for (int64_t p = 0; p < 3; ++p) out[h + "attention.self." + parts[p] + "." + kind] = t.narrow(0, p * C, C).contiguous();
+    }
+    linear(s + "attn.proj", h + "attention.output.dense");
+    linear(s + "ln1", h + "attention.output.LayerNorm");
+    linear(s + "mlp.fc", h + "intermediate.dense");
+    linear(s + "mlp.proj", h + "output.dense");
+    linear(s + "ln2", h + "output.LayerNorm");
+  }
+  return out;
+}
+
+nlohmann::json bert_config(const TransformerConfig& cfg, int32_t pad_id) {
+  return {{"architectures", {"BertModel"}},
+          {"model_type", "bert"},
+          {"vocab_size", cfg.vocab_size},
+          {"hidden_size", cfg.n_embd},
+          {"num_hidden_layers", cfg.n_layer},
+          {"num_attention_heads", cfg.n_head},
+          {"intermediate_size", cfg.mlp_width()},
+          {"hidden_act", cfg.gelu_tanh ? "gelu_new" : "gelu"},
+          {"hidden_dropout_prob", cfg.dropout},
+          {"attention_probs_dropout_prob", cfg.dropout},
+          {"max_position_embeddings", cfg.block_size},
+          {"type_vocab_size", cfg.type_vocab_size},
+          {"initializer_range", 0.02},
+          {"layer_norm_eps", cfg.layer_norm_eps},
           {"pad_token_id", std::max(pad_id, 0)},
           {"position_embedding_type", "absolute"},
           {"use_cache", false},

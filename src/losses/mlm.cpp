@@ -44,11 +44,15 @@ MlmBatch mask_tokens(const torch::Tensor& ids, const torch::Tensor& valid, const
 }
 
 torch::Tensor mlm_loss(const torch::Tensor& final_hidden, const torch::Tensor& embedding, const torch::Tensor& targets) {
+  return mlm_loss(final_hidden, targets, [&](const torch::Tensor& h) { return torch::matmul(h, embedding.t()); });
+}
+
+torch::Tensor mlm_loss(const torch::Tensor& final_hidden, const torch::Tensor& targets,
+                       const std::function<torch::Tensor(const torch::Tensor&)>& logits) {
   auto flat_targets = targets.reshape({-1});
   auto chosen = flat_targets.ge(0).nonzero().squeeze(1);
   auto h = final_hidden.reshape({-1, final_hidden.size(-1)}).index_select(0, chosen);
-  auto logits = torch::matmul(h, embedding.t());
-  return torch::cross_entropy_loss(logits.to(torch::kFloat), flat_targets.index_select(0, chosen));
+  return torch::cross_entropy_loss(logits(h).to(torch::kFloat), flat_targets.index_select(0, chosen));
 }
 
 }  // namespace spread

@@ -21,8 +21,12 @@ torch::nn::Linear make_linear(int64_t in, int64_t out, bool bias) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
 }
 
-torch::nn::LayerNorm make_norm(int64_t n) {
-  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({n}).eps(1e-5));
+torch::nn::LayerNorm make_norm(int64_t n, double eps) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({n}).eps(eps));
+}
+
+torch::Tensor activation(const torch::Tensor& x, bool gelu_tanh) {
+  return gelu_tanh ? at::gelu(x, "tanh") : at::gelu(x);
 }
 
 torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
@@ -83,27 +87,28 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Te
 }
 
 MlpImpl::MlpImpl(const TransformerConfig& cfg)
-    : dropout_(cfg.dropout), recompute_(cfg.recompute), matmul_dtype_(cfg.matmul_dtype) {
-  fc = register_module("fc", make_linear(cfg.n_embd, 4 * cfg.n_embd, cfg.bias));
-  proj = register_module("proj", make_linear(4 * cfg.n_embd, cfg.n_embd, cfg.bias));
+    : dropout_(cfg.dropout), recompute_(cfg.recompute), gelu_tanh_(cfg.gelu_tanh), matmul_dtype_(cfg.matmul_dtype) {
+  fc = register_module("fc", make_linear(cfg.n_embd, cfg.mlp_width(), cfg.bias));
+  proj = register_module("proj", make_linear(cfg.mlp_width(), cfg.n_embd, cfg.bias));
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x, bool add_proj_bias) {
   const torch::Tensor proj_bias = add_proj_bias ? proj->bias : torch::Tensor();
   torch::Tensor y;
-  if (recompute_) {  // fc's bias is added (and its gradient summed) inside the GELU node's loops
+  if (recompute_ && !gelu_tanh_) {  // fc's bias is added (and its gradient summed) inside the GELU node's loops
     y = gelu_linear(mixed_linear(x, fc->weight, {}, matmul_dtype_), proj->weight, proj_bias, matmul_dtype_, fc->bias);
   } else {
-    y = mixed_linear(torch::gelu(mixed_linear(x, fc->weight, fc->bias, matmul_dtype_)), proj->weight, proj_bias,
-                     matmul_dtype_);
+    // The tanh GELU (imported GPT-2s) keeps its activation for backward: gelu_linear recomputes the exact one only.
+    y = mixed_linear(activation(mixed_linear(x, fc->weight, fc->bias, matmul_dtype_), gelu_tanh_), proj->weight,
+                     proj_bias, matmul_dtype_);
   }
   return maybe_dropout(y, dropout_, is_training());
 }
 
 BlockImpl::BlockImpl(const TransformerConfig& cfg) : dropout_(cfg.dropout) {
-  ln1 = register_module("ln1", make_norm(cfg.n_embd));
+  ln1 = register_module("ln1", make_norm(cfg.n_embd, cfg.layer_norm_eps));
   attn = register_module("attn", SelfAttention(cfg));
-  ln2 = register_module("ln2", make_norm(cfg.n_embd));
+  ln2 = register_module("ln2", make_norm(cfg.n_embd, cfg.layer_norm_eps));
   mlp = register_module("mlp", Mlp(cfg));
 }
 
@@ -122,16 +127,30 @@ std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward_fused(const torch::Te
   return add_and_norm(h, mlp->forward(h_normed, !fold), fold ? mlp->proj->bias : torch::Tensor(), next_norm);
 }
 
+torch::Tensor BlockImpl::forward_post(const torch::Tensor& x, const torch::Tensor& mask) {
+  const bool fold = !(dropout_ > 0 && is_training());
+  auto h = add_and_norm(x, attn->forward(x, mask, !fold), fold ? attn->proj->bias : torch::Tensor(), ln1).second;
+  return add_and_norm(h, mlp->forward(h, !fold), fold ? mlp->proj->bias : torch::Tensor(), ln2).second;
+}
+
 TransformerImpl::TransformerImpl(const TransformerConfig& cfg) : cfg_(cfg) {
   wte = register_module("wte", torch::nn::Embedding(cfg.vocab_size, cfg.n_embd));
   wpe = register_module("wpe", torch::nn::Embedding(cfg.block_size, cfg.n_embd));
   drop_ = register_module("drop", torch::nn::Dropout(cfg.dropout));
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (int64_t i = 0; i < cfg.n_layer; ++i) blocks->push_back(Block(cfg));
-  ln_f = register_module("ln_f", make_norm(cfg.n_embd));
-  // Registered last, so the other parameters draw the same initial values with and without a head.
+  if (!cfg.post_norm) ln_f = register_module("ln_f", make_norm(cfg.n_embd, cfg.layer_norm_eps));
+  // Registered last, so the other parameters draw the same initial values with and without a head (and
+  // without the options of imported models).
   if (cfg.head_dim > 0)
     head = register_module("head", torch::nn::Linear(torch::nn::LinearOptions(cfg.n_embd, cfg.head_dim).bias(false)));
+  if (cfg.type_vocab_size > 0) wtt = register_module("wtt", torch::nn::Embedding(cfg.type_vocab_size, cfg.n_embd));
+  if (cfg.post_norm) emb_norm = register_module("emb_norm", make_norm(cfg.n_embd, cfg.layer_norm_eps));
+  if (cfg.mlm_transform) {
+    mlm_dense = register_module("mlm_dense", make_linear(cfg.n_embd, cfg.n_embd, true));
+    mlm_norm = register_module("mlm_norm", make_norm(cfg.n_embd, cfg.layer_norm_eps));
+    mlm_bias = register_parameter("mlm_bias", torch::zeros({cfg.vocab_size}));
+  }
   init_weights();
 }
 
@@ -150,7 +169,8 @@ void TransformerImpl::init_weights() {
     const std::string& name = item.key();
     auto& p = item.value();
     if (p.dim() < 2) {
-      if (name.find("ln") == std::string::npos) p.zero_();  // biases; LayerNorm keeps weight 1, bias 0
+      if (name.find("ln") == std::string::npos && name.find("norm") == std::string::npos)
+        p.zero_();  // biases; LayerNorm keeps weight 1, bias 0
       continue;
     }
     bool residual_out = name.size() > 11 && name.compare(name.size() - 11, 11, "proj.weight") == 0 &&
@@ -163,13 +183,24 @@ TransformerOutput TransformerImpl::forward(const torch::Tensor& idx, bool want_h
                                            const torch::Tensor& key_padding) {
   const int64_t T = idx.size(1);
   TORCH_CHECK(T <= cfg_.block_size, "sequence of length ", T, " exceeds block_size ", cfg_.block_size);
-  auto pos = wpe->weight.narrow(0, 0, T);
-  auto x = maybe_dropout(wte->forward(idx) + pos, cfg_.dropout, is_training());
+  auto x = wte->forward(idx) + wpe->weight.narrow(0, 0, T);
+  if (!wtt.is_empty()) x = x + wtt->weight[0];  // every position is of type 0, as a single text is in BERT
+  if (!emb_norm.is_empty()) x = emb_norm->forward(x);
+  x = maybe_dropout(x, cfg_.dropout, is_training());
   TransformerOutput out;
   if (want_hidden) out.hidden.push_back(x);
   const int64_t n_blocks = int64_t(blocks->size());
   auto block = [&](int64_t i) { return blocks[i]->as<Block>(); };
   const auto mask = n_blocks == 0 ? torch::Tensor() : block(0)->attn->attention_mask(key_padding, T);
+  if (cfg_.post_norm) {
+    for (int64_t i = 0; i < n_blocks; ++i) {
+      x = block(i)->forward_post(x, mask);
+      if (want_hidden) out.hidden.push_back(x);
+    }
+    out.final_hidden = x;
+    if (want_logits) out.logits = output_logits(out.final_hidden);
+    return out;
+  }
   // Each block's residual stream arrives with its LayerNorm already applied: the previous block computed the
   // norm in the same pass as its last residual add (residual_norm.h).
   auto normed = n_blocks == 0 ? ln_f->forward(x) : block(0)->ln1->forward(x);
@@ -178,9 +209,17 @@ TransformerOutput TransformerImpl::forward(const torch::Tensor& idx, bool want_h
     if (want_hidden) out.hidden.push_back(x);
   }
   out.final_hidden = normed;
-  // Tied output embedding; the logits are float32 for the loss whatever the product's dtype.
-  if (want_logits) out.logits = mixed_linear(out.final_hidden, wte->weight, {}, cfg_.matmul_dtype);
+  if (want_logits) out.logits = output_logits(out.final_hidden);
   return out;
+}
+
+torch::Tensor TransformerImpl::output_logits(const torch::Tensor& final_hidden) {
+  torch::Tensor h = final_hidden;
+  if (!mlm_dense.is_empty())
+    h = mlm_norm->forward(activation(mixed_linear(h, mlm_dense->weight, mlm_dense->bias, cfg_.matmul_dtype),
+                                     cfg_.gelu_tanh));
+  // Tied output embedding; the logits are float32 for the loss whatever the product's dtype.
+  return mixed_linear(h, wte->weight, mlm_bias, cfg_.matmul_dtype);
 }
 
 torch::Tensor TransformerImpl::lm_loss(const torch::Tensor& logits, const torch::Tensor& targets) {

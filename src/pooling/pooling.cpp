@@ -1,4 +1,4 @@
-// Mean, CLS and last-token pooling of token states into text embeddings (SPEC.md 3; formulas in pooling.h).
+// Mean, CLS, last-token, max and weighted-mean pooling of token states into text embeddings (SPEC.md 3; formulas in pooling.h).
 // Padding is removed by selection (masked_fill, gather), never by multiplying with the mask: 0 * NaN is NaN, so
 // a multiplied-out pad holding garbage would still poison the embedding and its gradient.
 #include "spread/pooling/pooling.h"
@@ -51,11 +51,32 @@ torch::Tensor last_token_pool(const torch::Tensor& hidden, const torch::Tensor& 
   return hidden.gather(1, index).squeeze(1);
 }
 
+torch::Tensor max_pool(const torch::Tensor& hidden, const torch::Tensor& mask) {
+  check_inputs(hidden, mask, "max_pool");
+  if (!mask.defined()) return std::get<0>(hidden.max(1));
+  torch::Tensor m = bool_mask(mask, hidden.device());
+  return std::get<0>(hidden.masked_fill(m.logical_not().unsqueeze(-1), -1e9).max(1));
+}
+
+torch::Tensor weighted_mean_pool(const torch::Tensor& hidden, const torch::Tensor& mask) {
+  check_inputs(hidden, mask, "weighted_mean_pool");
+  const auto acc = hidden.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
+  torch::Tensor weights = torch::arange(1, hidden.size(1) + 1, torch::dtype(acc).device(hidden.device()))
+                              .unsqueeze(0)
+                              .expand({hidden.size(0), hidden.size(1)});
+  if (mask.defined()) weights = weights.masked_fill(bool_mask(mask, hidden.device()).logical_not(), 0);
+  torch::Tensor valid = mask.defined() ? bool_mask(mask, hidden.device()) : torch::ones_like(weights, torch::kBool);
+  torch::Tensor sum = (hidden.masked_fill(valid.logical_not().unsqueeze(-1), 0).to(acc) * weights.unsqueeze(-1)).sum(1);
+  return (sum / weights.sum(1, /*keepdim=*/true).clamp_min(1e-9)).to(hidden.dtype());
+}
+
 Pooling parse_pooling(const std::string& name) {
   if (name == "mean") return Pooling::Mean;
   if (name == "cls") return Pooling::Cls;
   if (name == "last") return Pooling::LastToken;
-  throw std::invalid_argument("unknown pooling '" + name + "' (valid: mean, cls, last)");
+  if (name == "max") return Pooling::Max;
+  if (name == "weightedmean") return Pooling::WeightedMean;
+  throw std::invalid_argument("unknown pooling '" + name + "' (valid: mean, cls, last, max, weightedmean)");
 }
 
 torch::Tensor pool(Pooling p, const torch::Tensor& hidden, const torch::Tensor& mask) {
@@ -63,6 +84,8 @@ torch::Tensor pool(Pooling p, const torch::Tensor& hidden, const torch::Tensor& 
     case Pooling::Mean: return mean_pool(hidden, mask);
     case Pooling::Cls: return cls_pool(hidden, mask);
     case Pooling::LastToken: return last_token_pool(hidden, mask);
+    case Pooling::Max: return max_pool(hidden, mask);
+    case Pooling::WeightedMean: return weighted_mean_pool(hidden, mask);
   }
   throw std::invalid_argument("pool: unknown Pooling value");
 }

@@ -26,7 +26,9 @@ constexpr int64_t kEncoderReservedIds = 6;  // [PAD] [CLS] [SEP] [MASK] [Q] [D]
 int64_t parameter_count(const Recipe& r, int64_t vocab) {
   const auto& m = r.model;
   const int64_t C = m.n_embd;
-  const int64_t per_layer = 12 * C * C + 4 * C + (m.bias ? 9 * C : 0);  // 2 LayerNorms, qkv, proj, fc, proj
+  const int64_t I = m.intermediate_size > 0 ? m.intermediate_size : 4 * C;
+  // 2 LayerNorms, qkv, proj, fc, proj
+  const int64_t per_layer = 4 * C * C + 2 * C * I + 4 * C + (m.bias ? 5 * C + I : 0);
   const int64_t head = r.train.objective == "maxsim" ? C * m.head_dim : 0;
   return vocab * C + m.block_size * C + m.n_layer * per_layer + 2 * C + head;
 }

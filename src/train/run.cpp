@@ -1,5 +1,8 @@
 #include "spread/train/run.h"
 
+#include <fmt/format.h>
+
+#include "spread/data/hf_run_tokenizer.h"
 #include "spread/data/special_tokens.h"
 #include "spread/data/text_stream.h"
 #include "spread/train/checkpoint.h"
@@ -8,8 +11,32 @@
 #include "spread/util/error.h"
 
 namespace spread {
+namespace {
+
+LoadedRun load_model_folder(const std::string& dir) {
+  HfModelFolder folder = read_hf_model_folder(dir);
+  LoadedRun run;
+  run.dir = dir;
+  run.model_folder = true;
+  run.sentence = folder.sentence;
+  run.recipe = recipe_of_model_folder(folder);
+  run.tokenizer = load_hf_run_tokenizer(run.recipe.tokenizer.path);
+  // Embedding tables are often padded past the tokenizer (to a multiple of 8 or 64); never the other way.
+  if (run.tokenizer->vocab_size() > folder.config.vocab_size)
+    throw user_error(run.recipe.source, 0, "vocab_size",
+                     fmt::format("is {} but the folder's tokenizer has {} tokens", folder.config.vocab_size,
+                                 run.tokenizer->vocab_size()),
+                     "the tokenizer files do not belong to this model");
+  run.model = Transformer(folder.config);
+  load_model_weights(run.model, folder.weights, folder.model_dir);
+  run.model->eval();
+  return run;
+}
+
+}  // namespace
 
 LoadedRun load_run(const std::string& run_dir) {
+  if (is_model_folder(run_dir)) return load_model_folder(run_dir);
   LoadedRun run;
   run.dir = run_dir;
   run.recipe = recipe_of_run(run_dir);

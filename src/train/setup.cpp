@@ -7,6 +7,7 @@
 #include "spread/data/corpus.h"
 #include "spread/data/hf_run_tokenizer.h"
 #include "spread/export/export.h"
+#include "spread/export/hf_import.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 
@@ -26,7 +27,63 @@ TransformerConfig model_config(const Recipe& recipe, int64_t vocab_size) {
   c.causal = recipe.model.causal;
   c.recompute = recipe.model.recompute;
   c.head_dim = recipe.train.objective == "maxsim" ? recipe.model.head_dim : 0;
+  c.post_norm = recipe.model.norm_position == "post";
+  c.gelu_tanh = recipe.model.activation == "gelu_tanh";
+  c.intermediate_size = recipe.model.intermediate_size;
+  c.layer_norm_eps = recipe.model.layer_norm_eps;
+  c.type_vocab_size = recipe.model.type_vocab_size;
+  c.mlm_transform = recipe.model.mlm_transform;
   return c;
+}
+
+namespace {
+
+// A recipe value that the folder decides: the folder's, unless the recipe set another one than the default.
+template <class T>
+void adopt(T& value, const T& folder_value, const T& default_value, const std::string& key, const Recipe& recipe) {
+  if (value != default_value && value != folder_value)
+    throw user_error(recipe.source, 0, key, fmt::format("is {} but the model folder {} has {}", value,
+                                                        recipe.train.init_from, folder_value),
+                     "leave the key out: the folder decides the model's shape and tokenizer");
+  value = folder_value;
+}
+
+}  // namespace
+
+Recipe adopt_model_folder(const Recipe& recipe) {
+  const std::string& from = recipe.train.init_from;
+  if (from.empty() || !is_model_folder(from) || fs::exists(fs::path(from) / "spread_tokenizer.json")) return recipe;
+  const Recipe implied = recipe_of_model_folder(read_hf_model_folder(from, /*with_weights=*/false));
+  Recipe r = recipe;
+  const ModelConfig d;
+  auto& m = r.model;
+  const auto& f = implied.model;
+  adopt(m.n_layer, f.n_layer, d.n_layer, "model.n_layer", r);
+  adopt(m.n_head, f.n_head, d.n_head, "model.n_head", r);
+  adopt(m.n_embd, f.n_embd, d.n_embd, "model.n_embd", r);
+  adopt(m.block_size, f.block_size, d.block_size, "model.block_size", r);
+  adopt(m.bias, f.bias, d.bias, "model.bias", r);
+  adopt(m.norm_position, f.norm_position, d.norm_position, "model.norm_position", r);
+  adopt(m.activation, f.activation, d.activation, "model.activation", r);
+  adopt(m.intermediate_size, f.intermediate_size, d.intermediate_size, "model.intermediate_size", r);
+  adopt(m.layer_norm_eps, f.layer_norm_eps, d.layer_norm_eps, "model.layer_norm_eps", r);
+  adopt(m.type_vocab_size, f.type_vocab_size, d.type_vocab_size, "model.type_vocab_size", r);
+  // Encoders attend both ways whatever the recipe's default (true, for LMs); an LM folder stays causal.
+  if (implied.train.objective == "lm") adopt(m.causal, f.causal, d.causal, "model.causal", r);
+  else m.causal = false;
+  // The MLM head is BERT's own when training MLM from a folder that has one; other objectives do not use it.
+  m.mlm_transform = r.train.objective == "mlm" && f.mlm_transform;
+  const TokenizerConfig dt;
+  adopt(r.tokenizer.kind, implied.tokenizer.kind, dt.kind, "tokenizer.kind", r);
+  if (!recipe.tokenizer.path.empty() &&
+      fs::weakly_canonical(recipe.tokenizer.path) != fs::weakly_canonical(implied.tokenizer.path))
+    throw user_error(recipe.source, 0, "tokenizer.path", fmt::format("is {} but the model folder {} has its own "
+                     "tokenizer ({})", recipe.tokenizer.path, from, implied.tokenizer.path),
+                     "leave the key out: the folder decides the model's shape and tokenizer");
+  r.tokenizer.path = implied.tokenizer.path;
+  if (r.data.max_length == 0) r.data.max_length = implied.data.max_length;
+  if (r.loss.contrastive.pooling == ContrastiveConfig().pooling) r.loss.contrastive.pooling = implied.loss.contrastive.pooling;
+  return r;
 }
 
 torch::Device recipe_device(const Recipe& recipe) {
@@ -98,6 +155,8 @@ std::string recorded_kind(const std::string& meta_path) {
 
 void copy_tokenizer_files(const Recipe& recipe, const std::string& run_dir) {
   const fs::path from = recipe.train.init_from;
+  // Another model folder's tokenizer is the recipe's kind "hf" one (adopt_model_folder): nothing to copy.
+  if (is_model_folder(from.string()) && !fs::exists(from / "spread_tokenizer.json")) return;
   if (is_hf_model_dir(from.string())) {
     // A spread export keeps the run's record as spread_tokenizer.json (tokenizer.json is Hugging Face's name);
     // another GPT-2 folder brings none, and the run builds the recipe's tokenizer (its size must fit the model).

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "spread/export/export.h"
+#include "spread/export/hf_import.h"
 #include "spread/log/metrics_log.h"
 #include "spread/log/progress.h"
 #include "spread/runtime/allocator.h"
@@ -245,6 +246,13 @@ void open_run(Run& run, TrainStart start, const std::function<void(const std::st
 // folder (a `spread export` of an LM, or any GPT-2 of this shape).
 void init_from_run(Run& run) {
   const std::string& from = run.recipe.train.init_from;
+  if (is_model_folder(from) && !fs::exists(fs::path(from) / "spread_tokenizer.json")) {
+    const HfModelFolder folder = read_hf_model_folder(from);
+    load_model_weights(run.model, folder.weights, folder.model_dir, MissingHead::KeepInitial);
+    say(fmt::format("init_from: model weights of the {} folder {}{}", folder.architecture, from,
+                    run.model->config().head_dim > 0 ? " (the multi-vector head starts from its initial values)" : ""));
+    return;
+  }
   if (is_hf_model_dir(from)) {
     load_model_weights(run.model, read_gpt2_weights(from, run.model->config()), from);
     say(fmt::format("init_from: model weights of the GPT-2 folder {}", from));
@@ -370,7 +378,8 @@ Recipe recipe_of_run(const std::string& run_dir, const std::vector<std::string>&
 
 namespace {
 
-int train_run(const Recipe& recipe, TrainStart start) {
+int train_run(const Recipe& given, TrainStart start) {
+  const Recipe recipe = adopt_model_folder(given);  // init_from of a model folder: its shape and tokenizer
   Run run;
   run.recipe = recipe;
   // The saved recipe must still find its files when resumed from another working directory.

@@ -48,6 +48,14 @@ struct ModelConfig {
   bool causal = true;  // false = bidirectional encoder (embedding models)
   bool recompute = true;  // recompute attention probabilities and GELU outputs in backward: less memory
   int64_t head_dim = 128;  // objective maxsim: width of the multi-vector head (other objectives have no head)
+  // The architecture options of imported models (model/transformer.h); the defaults are spread's own model. A
+  // model folder given as train.init_from sets them, and a recipe value that contradicts the folder is an error.
+  std::string norm_position = "pre";  // pre | post (BERT: LayerNorm after each residual add and the embeddings)
+  std::string activation = "gelu";    // gelu (exact) | gelu_tanh (GPT-2's gelu_new)
+  int64_t intermediate_size = 0;      // MLP width; 0 = 4 * n_embd
+  double layer_norm_eps = 1e-5;
+  int64_t type_vocab_size = 0;        // BERT's token types (2); 0 = none
+  bool mlm_transform = false;         // BERT's MLM prediction head (dense, activation, LayerNorm, decoder bias)
 };
 
 struct TrainConfig {

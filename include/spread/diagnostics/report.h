@@ -27,7 +27,7 @@ struct LayerReport {
 };
 
 struct DiagnoseReport {
-  std::string source_kind;  // "run" or "token_lists"
+  std::string source_kind;  // "run", "model" (a model folder) or "token_lists"
   std::string source;       // the run directory or the directory of .npy files
   std::string texts;        // the texts file or "wordnet"; empty for token lists
   int64_t step = -1;        // checkpoint step of the run; -1 for token lists

@@ -1,10 +1,12 @@
 #pragma once
 // What `spread eval` and `spread encode` do with a trained run, as library calls (the CLI only parses arguments).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "spread/eval/perplexity.h"
 #include "spread/train/run.h"
 
 namespace spread {
@@ -52,10 +54,24 @@ nlohmann::json calibrate_run(LoadedRun& run, const CalibrateRequest& request);
 struct EncodeRequest {
   std::string in;    // .txt (one text per line) or .jsonl ("text", with "title" prepended when present)
   std::string out;   // .npy, float32 [texts, width]
-  bool normalize = true;
+  bool normalize = true;  // a sentence-transformers folder normalises only when it has a Normalize module
   std::string pooling;
   int64_t batch_size = 64;
+  // A sentence-transformers folder's prompt, prepended to every text as the library does ("" = its
+  // default_prompt_name, if any); prompt_text instead gives the text itself.
+  std::string prompt_name;
+  std::optional<std::string> prompt_text;
 };
+
+// The prompt `request` asks for on `run` ("" = none): UserError naming the prompt and the folder's prompts when
+// it has no such prompt, or when a prompt is asked of a run (runs have none).
+std::string encode_prompt(const LoadedRun& run, const EncodeRequest& request);
+
+// An LM's loss, perplexity and bits per byte on a text file instead of the run's validation split (a model
+// folder has none): the whole file tokenised as one text and cut into consecutive windows of block_size tokens,
+// as evaluate_split cuts the split. UserError naming the file when it is unreadable, not UTF-8, or shorter than
+// one window.
+EvalResult evaluate_text_file(LoadedRun& run, const std::string& path, int64_t batch_size, int64_t max_batches);
 
 // Returns the number of texts written. Throws UserError for unreadable input or an empty file.
 int64_t encode_file(LoadedRun& run, const EncodeRequest& request);

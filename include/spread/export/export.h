@@ -29,7 +29,7 @@ struct ExportRequest {
 };
 
 struct ExportResult {
-  std::string layout;  // "gpt2", "megatron-bert" or "pylate"
+  std::string layout;  // "gpt2", "megatron-bert", "bert" (a post-LN encoder) or "pylate"
   int64_t step = 0;
   int64_t bytes = 0;   // of model.safetensors
 };

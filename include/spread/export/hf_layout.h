@@ -43,4 +43,10 @@ NamedTensors megatron_bert_tensors(const NamedTensors& params, const Transformer
 // config.json of MegatronBertModel; pad_id < 0 is written as 0 (the config needs an id; padding is masked anyway).
 nlohmann::json megatron_bert_config(const TransformerConfig& cfg, int32_t pad_id);
 
+// A post-LayerNorm encoder (an imported BERT, model/transformer.h's post_norm) as BertModel's state dict and
+// config.json: the names hf_import reads, without the pooler (sentence-transformers does not use it; transformers
+// then initialises one and says so).
+NamedTensors bert_tensors(const NamedTensors& params, const TransformerConfig& cfg);
+nlohmann::json bert_config(const TransformerConfig& cfg, int32_t pad_id);
+
 }  // namespace spread

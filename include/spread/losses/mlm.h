@@ -7,6 +7,7 @@
 // Loss: L = mean over chosen positions of -log softmax(h_t W^T)[y_t], with W the tied input embedding and h_t the
 // final (normed) hidden state; logits are computed for the chosen positions only.
 #include <cstdint>
+#include <functional>
 #include <torch/types.h>
 
 #include "spread/data/tokenizer.h"
@@ -25,5 +26,9 @@ MlmBatch mask_tokens(const torch::Tensor& ids, const torch::Tensor& valid, const
 
 // final_hidden [B, T, C], embedding [V, C], targets [B, T] (-1 = not chosen).
 torch::Tensor mlm_loss(const torch::Tensor& final_hidden, const torch::Tensor& embedding, const torch::Tensor& targets);
+// The same with the vocabulary logits of the chosen rows [N, C] -> [N, V] given by `logits` (a model's output
+// head, e.g. BERT's transform and decoder bias); the projection runs on the chosen positions only.
+torch::Tensor mlm_loss(const torch::Tensor& final_hidden, const torch::Tensor& targets,
+                       const std::function<torch::Tensor(const torch::Tensor&)>& logits);
 
 }  // namespace spread

@@ -2,6 +2,9 @@
 // One transformer for every objective (SPEC.md section 6): pre-norm blocks, causal (LM) or bidirectional
 // (encoder) self-attention, GELU MLP 4x, learned positions, tied input/output embeddings, dropout.
 // The forward pass can hand back every layer's hidden states so that losses and diagnostics work on them.
+// The options after `matmul_dtype` make room for the models people have (interchange/hf_import.h): BERT's
+// post-LayerNorm blocks with token-type embeddings, an embedding LayerNorm and its MLM prediction head; GPT-2's
+// tanh GELU; any MLP width and LayerNorm epsilon. Their defaults are spread's own model, bit for bit.
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/dropout.h>
@@ -31,6 +34,14 @@ struct TransformerConfig {
                           // (inputs and weights rounded, float32 accumulation, outputs back in float32; bias adds in
                           // float32); parameters, attention, LayerNorm, GELU and everything after the logits stay
                           // float32 (mixed_linear). Set by the trainer from train.precision, never saved.
+  bool post_norm = false;       // BERT: x = LN(x + attn(x)), x = LN(x + mlp(x)); LayerNorm after the embeddings
+                                // (emb_norm) and no final ln_f. false: pre-norm (GPT-2, spread's own)
+  bool gelu_tanh = false;       // the tanh approximation of GELU (GPT-2's "gelu_new"); false: the exact, erf GELU
+  int64_t intermediate_size = 0;  // the MLP's hidden width; 0 = 4 * n_embd
+  double layer_norm_eps = 1e-5;
+  int64_t type_vocab_size = 0;  // > 0: BERT's token-type embeddings (type 0 is added to every position); 0: none
+  bool mlm_transform = false;   // BERT's MLM head: dense, activation, LayerNorm, then the tied decoder plus a bias
+  int64_t mlp_width() const { return intermediate_size > 0 ? intermediate_size : 4 * n_embd; }
 };
 
 // y = x W^T + b with the product in `dtype`: for kFloat at::linear; for kBFloat16, x and W rounded to bf16, the
@@ -74,7 +85,7 @@ class MlpImpl : public torch::nn::Module {
 
  private:
   double dropout_;
-  bool recompute_;
+  bool recompute_, gelu_tanh_;
   at::ScalarType matmul_dtype_;
 };
 TORCH_MODULE(Mlp);
@@ -89,6 +100,8 @@ class BlockImpl : public torch::nn::Module {
   // bias (model/residual_norm.h). Equal to forward() up to float rounding.
   std::pair<torch::Tensor, torch::Tensor> forward_fused(const torch::Tensor& x, const torch::Tensor& x_normed,
                                                         const torch::Tensor& mask, const torch::nn::LayerNorm& next_norm);
+  // A post-norm block (BERT): ln2(h + mlp(h)) for h = ln1(x + attn(x)), each add fused with its norm.
+  torch::Tensor forward_post(const torch::Tensor& x, const torch::Tensor& mask);
   torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
   SelfAttention attn{nullptr};
   Mlp mlp{nullptr};
@@ -106,11 +119,18 @@ struct TransformerOutput {
 
 class TransformerImpl : public torch::nn::Module {
  public:
+  // Parameter names (named_parameters) are spread's checkpoint keys: wte, wpe, blocks.I.{ln1,attn.qkv,attn.proj,
+  // ln2,mlp.fc,mlp.proj}, ln_f, head, and for the BERT options wtt, emb_norm, mlm_dense, mlm_norm, mlm_bias.
   explicit TransformerImpl(const TransformerConfig& cfg);
 
   // idx: [B, T] int64 token ids, T <= block_size. key_padding: [B, T] bool (true = valid) or undefined.
   TransformerOutput forward(const torch::Tensor& idx, bool want_hidden = false, bool want_logits = true,
                             const torch::Tensor& key_padding = {});
+
+  // Vocabulary logits [.., V] of final hidden states [.., C]: the MLM transform when the model has one, the tied
+  // embedding, the decoder bias when there is one. What forward's logits are; the MLM loss calls it on the
+  // chosen positions only.
+  torch::Tensor output_logits(const torch::Tensor& final_hidden);
 
   // Mean cross-entropy of next-token prediction, the LM's training loss (targets: [B, T], -1 = ignore).
   static torch::Tensor lm_loss(const torch::Tensor& logits, const torch::Tensor& targets);
@@ -124,8 +144,13 @@ class TransformerImpl : public torch::nn::Module {
 
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};
   torch::nn::ModuleList blocks{nullptr};
-  torch::nn::LayerNorm ln_f{nullptr};
+  torch::nn::LayerNorm ln_f{nullptr};   // pre-norm only
   torch::nn::Linear head{nullptr};  // registered only when head_dim > 0
+  torch::nn::Embedding wtt{nullptr};    // type_vocab_size > 0 only
+  torch::nn::LayerNorm emb_norm{nullptr};  // post_norm only
+  torch::nn::Linear mlm_dense{nullptr};    // mlm_transform only, with mlm_norm and mlm_bias
+  torch::nn::LayerNorm mlm_norm{nullptr};
+  torch::Tensor mlm_bias;
 
  private:
   void init_weights();

@@ -8,6 +8,7 @@
 #include <torch/types.h>
 
 #include "spread/config/recipe.h"
+#include "spread/export/hf_import.h"
 #include "spread/data/tokenizer.h"
 #include "spread/model/generate.h"
 #include "spread/model/transformer.h"
@@ -20,11 +21,14 @@ struct LoadedRun {
   std::shared_ptr<Tokenizer> tokenizer;
   Transformer model{nullptr};
   int64_t step = 0;  // step of the checkpoint that was loaded
+  bool model_folder = false;  // a Hugging Face / sentence-transformers folder, not a run (recipe: the folder's)
+  std::optional<SentenceTransformersModules> sentence;  // its sentence-transformers modules, when it has them
 };
 
 // Throws UserError (naming the directory and the fix) when the run dir has no recipe or no checkpoint to use
 // (none yet, all damaged, or the newest intact one holds NaN or Inf; see checkpoint_to_use). Reads only: works on
 // a run that is training.
+// A model folder (export/hf_import.h: is_model_folder) is loaded as one, with the recipe it implies and step 0.
 LoadedRun load_run(const std::string& run_dir);
 
 // Samples from the run's model and hands the text to `emit` as it is produced: the prompt first, then the text of

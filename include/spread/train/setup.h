@@ -14,6 +14,12 @@ namespace spread {
 
 TransformerConfig model_config(const Recipe& recipe, int64_t vocab_size);
 
+// [train] init_from of a model folder (export/hf_import.h) that is not spread's own export: the recipe with the
+// folder's architecture keys ([model] shape and options), its tokenizer (kind "hf", path) and, where the recipe
+// leaves them at their defaults, its max_seq_length and pooling. A [model] or [tokenizer] value that is not the
+// default and differs from the folder's is a UserError naming both. Any other recipe is returned as it is.
+Recipe adopt_model_folder(const Recipe& recipe);
+
 // Parses run.device and checks that it exists here (UserError naming run.device otherwise).
 torch::Device recipe_device(const Recipe& recipe);
 

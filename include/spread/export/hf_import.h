@@ -1,0 +1,60 @@
+#pragma once
+// Reading the models people have: a Hugging Face model folder, or a sentence-transformers folder around one, as a
+// spread model with the weights exactly as they are (export/hf_layout.h has the writing direction).
+//   weights      model.safetensors, or the shards listed in model.safetensors.index.json; 16-bit tensors are
+//                widened to float32 (spread computes in float32); pytorch_model.bin alone is refused with the
+//                command that converts it (a Python pickle, which LibTorch's C++ API does not read), a Git LFS
+//                pointer with the note that the file was never downloaded
+//   BERT         BertModel, BertForMaskedLM, BertForPreTraining (post-LayerNorm blocks, token types, embedding
+//                LayerNorm, the MLM prediction head; the encoder under "bert." or not; old gamma/beta names)
+//   GPT-2        GPT2LMHeadModel, GPT2Model (Conv1D weights transposed, tied head)
+//   sentence-transformers  modules.json with Transformer (weights in the folder or its module path), Pooling
+//                (mean, cls, max, lasttoken, weightedmean; include_prompt), Normalize; sentence_bert_config.json's
+//                max_seq_length; config_sentence_transformers.json's prompts and default_prompt_name
+// Anything else (another architecture, a pooling mode or option the library has that spread does not, relative
+// positions, a cross-attention decoder, a tensor missing or of another shape) is a UserError naming the file, the
+// key or tensor and what is supported: never an approximation.
+#include <map>
+#include <optional>
+#include <string>
+
+#include "spread/config/recipe.h"
+#include "spread/export/safetensors.h"
+#include "spread/model/transformer.h"
+
+namespace spread {
+
+struct SentenceTransformersModules {
+  std::string pooling = "mean";  // spread's name (pooling/pooling.h): mean | cls | last | max | weightedmean
+  bool include_prompt = true;    // false: the prompt's tokens (and [CLS]) are left out of the pooled mean
+  bool normalize = false;        // a Normalize module follows the pooling
+  int64_t max_seq_length = 0;    // 0 = the model's positions
+  std::map<std::string, std::string> prompts;  // name -> text prepended to the input
+  std::string default_prompt_name;             // "" = none
+};
+
+struct HfModelFolder {
+  std::string dir;           // the folder given
+  std::string model_dir;     // where config.json and the weights are: dir, or the Transformer module's path
+  std::string architecture;  // config.json's architectures[0] (or model_type's model when it has none)
+  std::string family;        // "bert" | "gpt2"
+  TransformerConfig config;
+  NamedTensors weights;      // "model.<spread name>", for load_model_weights
+  std::optional<SentenceTransformersModules> sentence;  // a sentence-transformers folder
+};
+
+// Whether `dir` looks like a model folder (config.json, or modules.json, and no recipe.toml): a run is always read
+// as a run.
+bool is_model_folder(const std::string& dir);
+
+// Reads the folder (UserError for anything it cannot load exactly); with_weights = false reads the configuration
+// only (weights stays empty), for a recipe that needs the shape before the model exists.
+HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights = true);
+
+// The recipe the folder implies, for the commands that take a run: the model keys from config.json, tokenizer
+// kind "hf" from the folder's tokenizer files, objective "lm" (GPT-2), "mlm" (a masked-LM head) or "contrastive"
+// (encoders, pooled as the sentence-transformers modules say, else mean), data.max_length the folder's
+// max_seq_length or positions.
+Recipe recipe_of_model_folder(const HfModelFolder& folder);
+
+}  // namespace spread

@@ -1,0 +1,346 @@
+#!/usr/bin/env python3
+"""Tiny random Hugging Face model folders, and the outputs the real libraries give for them: the judge of
+spread's import of such folders (transformers 5.3, sentence-transformers 5.3, PyLate 1.6; CPU, no hub).
+
+    hf_model_ref.py make KIND OUT_DIR --tokenizer TOKDIR [options]
+    hf_model_ref.py hidden MODEL_DIR TEXTS_FILE OUT.json
+    hf_model_ref.py st-encode MODEL_DIR TEXTS_FILE OUT.json [--prompt-name NAME] [--batch-size N]
+    hf_model_ref.py generate MODEL_DIR PROMPTS_FILE OUT.json [--max-new-tokens 32]
+    hf_model_ref.py pylate MODEL_DIR QUERIES_FILE DOCS_FILE OUT.json
+    hf_model_ref.py --jobs JOBS.txt    # one command above a line (split with shlex), all in one Python process
+
+make KIND: bert (BertModel with its pooler), bert-mlm (BertForMaskedLM), gpt2 (GPT2LMHeadModel), st (a
+sentence-transformers folder: Transformer around a `bert` model, Pooling, optional Normalize), pylate (a PyLate
+ColBERT built from a `bert` model: Transformer, then 1_Dense projecting to --dim, no bias). Options: --seed (0)
+--layers (2) --heads (2) --width (32) --intermediate (4*width) --eps (1e-12 bert, 1e-5 gpt2) --act (gelu /
+gelu_new) --max-position (64) --type-vocab (2) --dtype float32|float16|bfloat16 (the saved weights) --shards N
+(sharded safetensors + model.safetensors.index.json; the nearest count the sizes allow is printed) --prefix (bert:
+BertModel's weights saved under "bert.", as the encoder of a BertFor* checkpoint; config still says BertModel)
+--no-safetensors (pytorch_model.bin: the safetensors transformers wrote, re-saved with torch.save, since 5.3
+writes safetensors only); st: --max-seq-length (48) --pooling mean|cls|max|lasttoken|weightedmean --include-prompt
+1|0 --normalize --prompts ({"query": "query: ", "passage": "passage: "}) --lower-case; pylate: --dim (16)
+--query-length (32) --document-length (48). The vocabulary is TOKDIR's (tokenizer.json or vocab.txt for BERT,
+vocab.json + merges.txt for GPT-2), saved beside the weights. Weights: every parameter redrawn N(0, 0.2),
+LayerNorm weights 1 + N(0, 0.2), after construction, so that a wrong bias or LayerNorm shows in the outputs.
+st and pylate folders hold BERT's LayerNorms as LayerNorm.gamma / .beta (their base model went through
+from_pretrained, and 5.3's save_pretrained reverts its "legacy" gamma -> weight renaming); bert, bert-mlm and gpt2
+folders, saved from the freshly built model, hold .weight / .bias. Tied weights (BertForMaskedLM's decoder and
+decoder.bias, GPT-2's lm_head) are not in the files.
+
+TEXTS_FILE etc.: UTF-8, split on "\\n" (a final empty piece is no line). Outputs (floats exactly as float32):
+  hidden     {"model", "architecture", "texts": [{"text", "ids", "hidden": [embeddings, layer 1, ...][T][width],
+             and for MLM / LM heads "logits_head" [T][64] (vocabulary ids 0..63), "argmax" [T], "logsumexp" [T]}]}
+             one text at a time, the tokenizer's defaults (BERT: [CLS] .. [SEP]; GPT-2: nothing added), truncated
+             to max_position; eager attention, float32.
+  st-encode  {"model", "prompt_name", "dim", "ids": [[...]] (model.tokenize of prompt + text, one at a time),
+             "embeddings": [[...]]} from SentenceTransformer.encode.
+  generate   {"model", "results": [{"prompt", "prompt_ids", "new_ids"}]}: greedy, stops early at <|endoftext|>.
+  pylate     {"model", "queries"/"docs": [{"text", "ids" (fed, prefix and [MASK] expansion included),
+             "attention_mask", "kept" (tokens whose vectors encode returns: docs drop the skiplist), "vectors"}],
+             "scores": [query][doc] MaxSim (pylate.scores.colbert_scores of one pair at a time, so no padding)}.
+"""
+import argparse
+import glob
+import json
+import os
+import shlex
+import sys
+import tempfile
+
+DTYPES = ("float32", "float16", "bfloat16")
+
+
+def read_lines(path):
+    with open(path, "rb") as f:
+        lines = f.read().decode("utf-8").split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def write_json(path, obj):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, ensure_ascii=False)
+
+
+def load_tokenizer(kind, tokdir):
+    """What from_pretrained gives for the folder (5.3's constructors ignore vocab_file; BertTokenizerFast is
+    BertTokenizer there, and it prefers tokenizer.json to vocab.txt)."""
+    from transformers import BertTokenizerFast, GPT2TokenizerFast
+    return (GPT2TokenizerFast if kind == "gpt2" else BertTokenizerFast).from_pretrained(tokdir)
+
+
+def save_tokenizer(tok, out_dir):
+    tok.save_pretrained(out_dir)
+    write_special_tokens_map(tok, out_dir)
+
+
+def write_special_tokens_map(tok, out_dir):
+    """transformers 5.3 writes only tokenizer.json and tokenizer_config.json; hub folders (saved by 4.x) also
+    hold special_tokens_map.json, which 5.3 still reads, so it is written as 4.x did."""
+    with open(os.path.join(out_dir, "special_tokens_map.json"), "w", encoding="utf-8") as f:
+        f.write(json.dumps(tok.special_tokens_map, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def randomise(model, seed):
+    import torch
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        norms = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.LayerNorm)}
+        for _, p in model.named_parameters():  # tied parameters come once
+            p.copy_(torch.randn_like(p) * 0.2 + (1.0 if id(p) in norms else 0.0))
+
+
+def build_hf(kind, tok, a):
+    import torch
+    from transformers import BertConfig, BertForMaskedLM, BertModel, GPT2Config, GPT2LMHeadModel
+    torch.manual_seed(a.seed)
+    if kind == "gpt2":
+        cfg = GPT2Config(vocab_size=len(tok), n_embd=a.width, n_layer=a.layers, n_head=a.heads,
+                         n_positions=a.max_position, n_inner=a.intermediate, activation_function=a.act or "gelu_new",
+                         layer_norm_epsilon=1e-5 if a.eps is None else a.eps,
+                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+        model = GPT2LMHeadModel(cfg)
+    else:
+        cfg = BertConfig(vocab_size=len(tok), hidden_size=a.width, num_hidden_layers=a.layers,
+                         num_attention_heads=a.heads, intermediate_size=a.intermediate or 4 * a.width,
+                         hidden_act=a.act or "gelu", layer_norm_eps=1e-12 if a.eps is None else a.eps,
+                         max_position_embeddings=a.max_position, type_vocab_size=a.type_vocab,
+                         pad_token_id=tok.pad_token_id)
+        model = BertForMaskedLM(cfg) if kind == "bert-mlm" else BertModel(cfg)
+    randomise(model, a.seed)
+    return model.to(getattr(torch, a.dtype)).eval()
+
+
+def save_hf(model, out_dir, a):
+    state = None
+    if a.prefix:  # BertModel's own base_model_prefix, which from_pretrained strips again
+        state = {"bert." + k: v for k, v in model.state_dict().items()}
+    model.save_pretrained(out_dir, state_dict=state)
+    if a.shards > 1:
+        size = shard_size(out_dir, a.shards)
+        os.remove(os.path.join(out_dir, "model.safetensors"))
+        model.save_pretrained(out_dir, state_dict=state, max_shard_size=size)
+    if a.no_safetensors:
+        to_bin(out_dir)
+
+
+def shard_size(out_dir, n):
+    """The largest max_shard_size (bytes) for which transformers' splitter (huggingface_hub's) gives >= n shards
+    of what the unsharded save held (tied weights already dropped)."""
+    from huggingface_hub import split_torch_state_dict_into_shards
+    from safetensors.torch import load_file
+    state = load_file(os.path.join(out_dir, "model.safetensors"))
+
+    def count(size):
+        return len(split_torch_state_dict_into_shards(state, max_shard_size=size).filename_to_tensors)
+    lo, hi = 1, sum(t.numel() * t.element_size() for t in state.values())
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if count(mid) >= n else (lo, mid - 1)
+    return lo
+
+
+def to_bin(out_dir):
+    import torch
+    from safetensors.torch import load_file
+    for path in glob.glob(os.path.join(out_dir, "model*.safetensors")):
+        name = os.path.basename(path).replace("model", "pytorch_model", 1).replace(".safetensors", ".bin")
+        torch.save(load_file(path), os.path.join(out_dir, name))
+        os.remove(path)
+    index = os.path.join(out_dir, "model.safetensors.index.json")
+    if os.path.exists(index):
+        with open(index) as f:
+            data = json.load(f)
+        data["weight_map"] = {k: v.replace("model", "pytorch_model", 1).replace(".safetensors", ".bin")
+                              for k, v in data["weight_map"].items()}
+        write_json(os.path.join(out_dir, "pytorch_model.bin.index.json"), data)
+        os.remove(index)
+
+
+def make(a):
+    kind, out_dir = a.kind, a.out_dir
+    if kind in ("st", "pylate") and (a.shards > 1 or a.no_safetensors or a.prefix):
+        raise SystemExit(f"make {kind}: --shards, --no-safetensors and --prefix are for bert, bert-mlm and gpt2")
+    if a.prefix and kind != "bert":
+        raise SystemExit("make: --prefix is for bert")
+    os.makedirs(out_dir, exist_ok=True)
+    tok = load_tokenizer(kind, a.tokenizer)
+    if kind in ("bert", "bert-mlm", "gpt2"):
+        save_hf(build_hf(kind, tok, a), out_dir, a)
+        save_tokenizer(tok, out_dir)
+    else:
+        with tempfile.TemporaryDirectory() as base:  # the BertModel folder both wrap, as a user's base model
+            save_hf(build_hf("bert", tok, a), base, a)
+            save_tokenizer(tok, base)
+            (make_st if kind == "st" else make_pylate)(base, out_dir, a)
+    print(f"{out_dir}: {kind} model: {' '.join(sorted(os.listdir(out_dir)))}")
+
+
+def make_st(base, out_dir, a):
+    from sentence_transformers import SentenceTransformer, models
+    transformer = models.Transformer(base, max_seq_length=a.max_seq_length, do_lower_case=a.lower_case)
+    modules = [transformer, models.Pooling(a.width, pooling_mode=a.pooling, include_prompt=bool(a.include_prompt))]
+    if a.normalize:
+        modules.append(models.Normalize())
+    prompts = {"query": "query: ", "passage": "passage: "} if a.prompts else None
+    model = SentenceTransformer(modules=modules, prompts=prompts, device="cpu")
+    model.save(out_dir)
+    write_special_tokens_map(model.tokenizer, out_dir)
+
+
+def make_pylate(base, out_dir, a):
+    from pylate import models
+    model = models.ColBERT(base, device="cpu", embedding_size=a.dim, query_length=a.query_length,
+                           document_length=a.document_length)
+    # ColBERT added "[Q] " and "[D] " to the vocabulary (embedding rows drawn by resize_token_embeddings) and a
+    # Dense with nn.Linear's init: redraw everything so those are seeded like the rest.
+    randomise(model, a.seed)
+    model.save(out_dir)
+    write_special_tokens_map(model.tokenizer, out_dir)  # pad_token is [MASK] now: PyLate pads queries with it
+
+
+def load_hf(model_dir):
+    import torch
+    from transformers import AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM
+    with open(os.path.join(model_dir, "config.json")) as f:
+        arch = (json.load(f).get("architectures") or ["?"])[0]
+    cls = {"GPT2LMHeadModel": AutoModelForCausalLM, "BertForMaskedLM": AutoModelForMaskedLM}.get(arch, AutoModel)
+    model, info = cls.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager",
+                                      output_loading_info=True)
+    if info["missing_keys"] or info["unexpected_keys"]:  # randomly initialised weights would judge nothing
+        raise SystemExit(f"{model_dir}: missing {sorted(info['missing_keys'])} unexpected "
+                         f"{sorted(info['unexpected_keys'])}")
+    return model.eval(), arch
+
+
+def hidden(a):
+    import torch
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(a.model_dir)
+    model, arch = load_hf(a.model_dir)
+    max_len = getattr(model.config, "max_position_embeddings", None) or model.config.n_positions
+    texts = []
+    for text in read_lines(a.texts_file):
+        enc = tok(text, truncation=True, max_length=max_len, return_tensors="pt")
+        with torch.no_grad():
+            out = model(**enc, output_hidden_states=True)
+        item = {"text": text, "ids": enc["input_ids"][0].tolist(),
+                "hidden": [h[0].float().tolist() for h in out.hidden_states]}
+        if getattr(out, "logits", None) is not None:
+            logits = out.logits[0].float()
+            item.update(logits_head=logits[:, :64].tolist(), argmax=logits.argmax(-1).tolist(),
+                        logsumexp=torch.logsumexp(logits, -1).tolist())
+        texts.append(item)
+    write_json(a.out_json, {"model": a.model_dir, "architecture": arch, "texts": texts})
+
+
+def st_encode(a):
+    import torch
+    from sentence_transformers import SentenceTransformer
+    # float32 whatever dtype the folder was saved in (5.3 loads "auto": the saved dtype), as spread computes.
+    model = SentenceTransformer(a.model_dir, device="cpu", model_kwargs={"dtype": torch.float32})
+    texts = read_lines(a.texts_file)
+    emb = model.encode(texts, batch_size=a.batch_size, prompt_name=a.prompt_name, convert_to_numpy=True)
+    prompt = model.prompts[a.prompt_name] if a.prompt_name else model.prompts.get(model.default_prompt_name)
+    ids = [model.tokenize([(prompt or "") + t])["input_ids"][0].tolist() for t in texts]
+    write_json(a.out_json, {"model": a.model_dir, "prompt_name": a.prompt_name, "dim": int(emb.shape[1]),
+                            "ids": ids, "embeddings": emb.astype("float32").tolist()})
+
+
+def generate(a):
+    import torch
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(a.model_dir)
+    model, _ = load_hf(a.model_dir)
+    results = []
+    for prompt in read_lines(a.prompts_file):
+        ids = tok(prompt, return_tensors="pt")["input_ids"]
+        if ids.shape[1] + a.max_new_tokens > model.config.n_positions:
+            raise SystemExit(f"generate: {ids.shape[1]} prompt tokens + {a.max_new_tokens} > n_positions")
+        with torch.no_grad():
+            out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=a.max_new_tokens,
+                                 do_sample=False, pad_token_id=tok.eos_token_id)
+        results.append({"prompt": prompt, "prompt_ids": ids[0].tolist(), "new_ids": out[0, ids.shape[1]:].tolist()})
+    write_json(a.out_json, {"model": a.model_dir, "results": results})
+
+
+def pylate(a):
+    from pylate import models, scores
+    model = models.ColBERT(a.model_dir, device="cpu")
+
+    def encode(texts, is_query):
+        items = []
+        for text in texts:  # one at a time: no batch padding in the ids
+            out = model.encode([text], is_query=is_query, output_value=None)
+            mask = out["masks"][0].astype(bool)
+            items.append({"text": text, "ids": out["input_ids"][0].tolist(),
+                          "attention_mask": out["attention_mask"][0].tolist(), "kept": mask.astype(int).tolist(),
+                          "vectors": out["token_embeddings"][0][mask]})
+        return items
+    queries, docs = encode(read_lines(a.queries_file), True), encode(read_lines(a.docs_file), False)
+    table = [[float(scores.colbert_scores(q["vectors"][None], d["vectors"][None])[0, 0]) for d in docs]
+             for q in queries]
+    for item in queries + docs:
+        item["vectors"] = item["vectors"].tolist()
+    write_json(a.out_json, {"model": a.model_dir, "queries": queries, "docs": docs, "scores": table})
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="hf_model_ref.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    m = sub.add_parser("make")
+    m.add_argument("kind", choices=("bert", "bert-mlm", "gpt2", "st", "pylate"))
+    m.add_argument("out_dir")
+    m.add_argument("--tokenizer", required=True)
+    for name, default in (("seed", 0), ("layers", 2), ("heads", 2), ("width", 32), ("intermediate", None),
+                          ("max-position", 64), ("type-vocab", 2), ("shards", 1), ("max-seq-length", 48),
+                          ("include-prompt", 1), ("dim", 16), ("query-length", 32), ("document-length", 48)):
+        m.add_argument("--" + name, type=int, default=default)
+    m.add_argument("--eps", type=float)
+    m.add_argument("--act")
+    m.add_argument("--dtype", choices=DTYPES, default="float32")
+    m.add_argument("--pooling", choices=("mean", "cls", "max", "lasttoken", "weightedmean"), default="mean")
+    for flag in ("prefix", "no-safetensors", "normalize", "prompts", "lower-case"):
+        m.add_argument("--" + flag, action="store_true")
+    m.set_defaults(run=make)
+    h = sub.add_parser("hidden")
+    for name in ("model_dir", "texts_file", "out_json"):
+        h.add_argument(name)
+    h.set_defaults(run=hidden)
+    s = sub.add_parser("st-encode")
+    for name in ("model_dir", "texts_file", "out_json"):
+        s.add_argument(name)
+    s.add_argument("--prompt-name")
+    s.add_argument("--batch-size", type=int, default=32)
+    s.set_defaults(run=st_encode)
+    g = sub.add_parser("generate")
+    for name in ("model_dir", "prompts_file", "out_json"):
+        g.add_argument(name)
+    g.add_argument("--max-new-tokens", type=int, default=32)
+    g.set_defaults(run=generate)
+    c = sub.add_parser("pylate")
+    for name in ("model_dir", "queries_file", "docs_file", "out_json"):
+        c.add_argument(name)
+    c.set_defaults(run=pylate)
+    return p
+
+
+def main():
+    # Everything is local: no hub look-ups, and no progress bars in the callers' logs.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    from transformers.utils import logging
+    logging.disable_progress_bar()
+    argv = sys.argv[1:]
+    if len(argv) == 2 and argv[0] == "--jobs":
+        with open(argv[1], encoding="utf-8") as f:
+            jobs = [shlex.split(line) for line in f.read().split("\n") if line.strip()]
+    else:
+        jobs = [argv]
+    for job in jobs:
+        args = parser().parse_args(job)
+        args.run(args)
+
+
+if __name__ == "__main__":
+    main()

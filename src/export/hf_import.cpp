@@ -1,0 +1,403 @@
+// Hugging Face and sentence-transformers folders as spread models (export/hf_import.h). Names and config keys
+// come from transformers' modeling_bert.py / configuration_bert.py / modeling_gpt2.py and sentence-transformers'
+// models/Pooling.py; what each file holds is checked, not assumed.
+#include "spread/export/hf_import.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "spread/export/hf_layout.h"
+#include "spread/util/error.h"
+#include "spread/util/file.h"
+
+namespace fs = std::filesystem;
+
+namespace spread {
+namespace {
+
+using json = nlohmann::json;
+
+const char* const kSupported = "BertModel, BertForMaskedLM, BertForPreTraining, GPT2LMHeadModel, GPT2Model";
+
+std::string path_in(const std::string& dir, const std::string& name) { return (fs::path(dir) / name).string(); }
+
+json read_json_object(const std::string& path) {
+  auto text = read_whole_file(path);
+  if (!text) throw user_error(path, 0, "", "cannot read the file", "give a Hugging Face model folder");
+  auto value = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded() || !value.is_object()) throw user_error(path, 0, "", "is not a JSON object");
+  return value;
+}
+
+std::optional<json> read_optional_json(const std::string& path) {
+  if (!fs::exists(path)) return std::nullopt;
+  return read_json_object(path);
+}
+
+int64_t int_key(const json& config, const std::string& key, const std::string& path,
+                std::optional<int64_t> fallback = std::nullopt) {
+  if (!config.contains(key) || config[key].is_null()) {
+    if (fallback) return *fallback;
+    throw user_error(path, 0, key, "is missing", "a config.json saved by transformers has it");
+  }
+  if (!config[key].is_number_integer() || config[key].get<int64_t>() < 0)
+    throw user_error(path, 0, key, "is " + config[key].dump() + ", not a non-negative integer");
+  return config[key].get<int64_t>();
+}
+
+double float_key(const json& config, const std::string& key, const std::string& path, double fallback) {
+  if (!config.contains(key) || config[key].is_null()) return fallback;
+  if (!config[key].is_number()) throw user_error(path, 0, key, "is " + config[key].dump() + ", not a number");
+  return config[key].get<double>();
+}
+
+std::string string_key(const json& config, const std::string& key, const std::string& fallback) {
+  return config.contains(key) && config[key].is_string() ? config[key].get<std::string>() : fallback;
+}
+
+// A value the loader cannot honour exactly: name it, its value and what is supported.
+void require(bool ok, const std::string& path, const std::string& key, const json& value, const std::string& supported) {
+  if (!ok)
+    throw user_error(path, 0, key, "is " + value.dump() + ", which spread does not implement", "supported: " + supported);
+}
+
+// "gelu" is the exact GELU; gelu_new, gelu_pytorch_tanh and gelu_fast are the tanh approximation's implementations
+// (they agree to float rounding).
+bool tanh_gelu(const std::string& act, const std::string& path, const std::string& key) {
+  static const std::set<std::string> tanh_forms = {"gelu_new", "gelu_pytorch_tanh", "gelu_fast"};
+  if (act == "gelu") return false;
+  require(tanh_forms.count(act) > 0, path, key, act, "gelu, gelu_new, gelu_pytorch_tanh, gelu_fast");
+  return true;
+}
+
+// --- weights -------------------------------------------------------------------------------------------------
+
+void refuse_lfs_pointer(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(64, '\0');
+  in.read(head.data(), std::streamsize(head.size()));
+  head.resize(size_t(in.gcount()));
+  if (head.rfind("version https://git-lfs", 0) == 0)
+    throw user_error(path, 0, "", "is a Git LFS pointer, not the weights: the file was never downloaded",
+                     "run `git lfs pull` in the model's repository (or download the file) and try again");
+}
+
+NamedTensors widened(NamedTensors tensors) {
+  for (auto& [name, t] : tensors)
+    if (t.is_floating_point() && t.scalar_type() != torch::kFloat) t = t.to(torch::kFloat);
+  return tensors;
+}
+
+NamedTensors read_weight_file(const std::string& path) {
+  refuse_lfs_pointer(path);
+  return widened(read_safetensors(path));
+}
+
+NamedTensors read_weights(const std::string& dir) {
+  const std::string single = path_in(dir, "model.safetensors"), index = path_in(dir, "model.safetensors.index.json");
+  if (fs::exists(single)) return read_weight_file(single);
+  if (fs::exists(index)) {
+    const json map = read_json_object(index);
+    if (!map.contains("weight_map") || !map["weight_map"].is_object())
+      throw user_error(index, 0, "weight_map", "is missing or not an object");
+    std::set<std::string> shards;
+    for (const auto& item : map["weight_map"].items()) {
+      if (!item.value().is_string()) throw user_error(index, 0, "weight_map." + item.key(), "is not a file name");
+      shards.insert(item.value().get<std::string>());
+    }
+    NamedTensors all;
+    for (const auto& shard : shards) {
+      const std::string shard_path = path_in(dir, shard);
+      if (!fs::exists(shard_path))
+        throw user_error(index, 0, "weight_map", "names " + shard + ", which is not in the folder");
+      for (auto& [name, t] : read_weight_file(shard_path)) all[name] = t;
+    }
+    return all;
+  }
+  if (fs::exists(path_in(dir, "pytorch_model.bin")))
+    throw user_error(path_in(dir, "pytorch_model.bin"), 0, "",
+                     "is a Python pickle, which spread does not read (only safetensors)",
+                     "convert it once with transformers: AutoModel.from_pretrained(DIR).save_pretrained(DIR, "
+                     "safe_serialization=True)");
+  throw user_error(single, 0, "", "is missing (nor is there model.safetensors.index.json)",
+                   "a model folder holds config.json and model.safetensors");
+}
+
+// The weights by name with an optional prefix ("bert.", "transformer."), and the old gamma/beta LayerNorm names.
+class HfTensors {
+ public:
+  HfTensors(NamedTensors tensors, std::string source) : tensors_(std::move(tensors)), source_(std::move(source)) {}
+
+  const torch::Tensor* find(const std::string& name) const {
+    for (const std::string& candidate : {name, gamma_beta(name)}) {
+      auto it = tensors_.find(candidate);
+      if (it != tensors_.end()) return &it->second;
+    }
+    return nullptr;
+  }
+  const torch::Tensor& get(const std::string& name) const {
+    if (const auto* t = find(name)) return *t;
+    throw user_error(source_, 0, "", "has no tensor '" + name + "'", "was the folder saved by transformers?");
+  }
+  bool has_prefix(const std::string& prefix) const {
+    auto it = tensors_.lower_bound(prefix);
+    return it != tensors_.end() && it->first.rfind(prefix, 0) == 0;
+  }
+  const std::string& source() const { return source_; }
+
+ private:
+  static std::string gamma_beta(const std::string& name) {
+    for (const auto& [now, old] : {std::pair<std::string, std::string>{"LayerNorm.weight", "LayerNorm.gamma"},
+                                   {"LayerNorm.bias", "LayerNorm.beta"}})
+      if (name.size() >= now.size() && name.compare(name.size() - now.size(), now.size(), now) == 0)
+        return name.substr(0, name.size() - now.size()) + old;
+    return name;
+  }
+  NamedTensors tensors_;
+  std::string source_;
+};
+
+// --- BERT ----------------------------------------------------------------------------------------------------
+
+TransformerConfig bert_config(const json& c, const std::string& path, bool mlm_head) {
+  require(string_key(c, "position_embedding_type", "absolute") == "absolute", path, "position_embedding_type",
+          c.value("position_embedding_type", json()), "absolute");
+  require(!c.value("is_decoder", false), path, "is_decoder", true, "false (an encoder)");
+  require(!c.value("add_cross_attention", false), path, "add_cross_attention", true, "false");
+  TransformerConfig cfg;
+  cfg.vocab_size = int_key(c, "vocab_size", path);
+  cfg.n_layer = int_key(c, "num_hidden_layers", path);
+  cfg.n_head = int_key(c, "num_attention_heads", path);
+  cfg.n_embd = int_key(c, "hidden_size", path);
+  cfg.block_size = int_key(c, "max_position_embeddings", path);
+  cfg.intermediate_size = int_key(c, "intermediate_size", path);
+  cfg.type_vocab_size = int_key(c, "type_vocab_size", path, 2);
+  cfg.layer_norm_eps = float_key(c, "layer_norm_eps", path, 1e-12);
+  cfg.gelu_tanh = tanh_gelu(string_key(c, "hidden_act", "gelu"), path, "hidden_act");
+  require(cfg.n_head > 0 && cfg.n_embd % cfg.n_head == 0, path, "num_attention_heads", cfg.n_head,
+          "a divisor of hidden_size");
+  require(cfg.type_vocab_size > 0, path, "type_vocab_size", cfg.type_vocab_size, "at least 1");
+  cfg.causal = false;
+  cfg.bias = true;
+  cfg.post_norm = true;
+  cfg.mlm_transform = mlm_head;
+  return cfg;
+}
+
+void put(NamedTensors& out, const std::string& spread_name, const torch::Tensor& t) { out["model." + spread_name] = t; }
+
+void put_linear(NamedTensors& out, const HfTensors& hf, const std::string& from, const std::string& to) {
+  put(out, to + ".weight", hf.get(from + ".weight"));
+  put(out, to + ".bias", hf.get(from + ".bias"));
+}
+
+NamedTensors bert_weights(const HfTensors& hf, const TransformerConfig& cfg) {
+  const std::string p = hf.has_prefix("bert.") ? "bert." : "";
+  NamedTensors out;
+  put(out, "wte.weight", hf.get(p + "embeddings.word_embeddings.weight"));
+  put(out, "wpe.weight", hf.get(p + "embeddings.position_embeddings.weight"));
+  put(out, "wtt.weight", hf.get(p + "embeddings.token_type_embeddings.weight"));
+  put_linear(out, hf, p + "embeddings.LayerNorm", "emb_norm");
+  for (int64_t i = 0; i < cfg.n_layer; ++i) {
+    const std::string h = fmt::format("{}encoder.layer.{}.", p, i), s = fmt::format("blocks.{}.", i);
+    // spread's fused projection has the rows q | k | v (model/attention.cpp's [B, T, 3, H, D] view).
+    for (const std::string& part : {"weight", "bias"}) {
+      std::vector<torch::Tensor> qkv;
+      for (const std::string& which : {"query", "key", "value"})
+        qkv.push_back(hf.get(h + "attention.self." + which + "." + part));
+      put(out, s + "attn.qkv." + part, torch::cat(qkv, 0));
+    }
+    put_linear(out, hf, h + "attention.output.dense", s + "attn.proj");
+    put_linear(out, hf, h + "attention.output.LayerNorm", s + "ln1");
+    put_linear(out, hf, h + "intermediate.dense", s + "mlp.fc");
+    put_linear(out, hf, h + "output.dense", s + "mlp.proj");
+    put_linear(out, hf, h + "output.LayerNorm", s + "ln2");
+  }
+  if (cfg.mlm_transform) {
+    put_linear(out, hf, "cls.predictions.transform.dense", "mlm_dense");
+    put_linear(out, hf, "cls.predictions.transform.LayerNorm", "mlm_norm");
+    const torch::Tensor* bias = hf.find("cls.predictions.bias");
+    put(out, "mlm_bias", bias ? *bias : hf.get("cls.predictions.decoder.bias"));
+    if (const torch::Tensor* decoder = hf.find("cls.predictions.decoder.weight"))
+      if (!decoder->sizes().equals(out["model.wte.weight"].sizes()) || !torch::equal(*decoder, out["model.wte.weight"]))
+        throw user_error(hf.source(), 0, "cls.predictions.decoder.weight", "differs from the word embeddings",
+                         "spread ties the MLM decoder to the input embedding: only tied models load");
+  }
+  return out;
+}
+
+// --- GPT-2 ---------------------------------------------------------------------------------------------------
+
+TransformerConfig gpt2_config_of(const json& c, const std::string& path) {
+  require(!c.value("add_cross_attention", false), path, "add_cross_attention", true, "false");
+  require(c.value("scale_attn_weights", true), path, "scale_attn_weights", false, "true");
+  require(!c.value("scale_attn_by_inverse_layer_idx", false), path, "scale_attn_by_inverse_layer_idx", true, "false");
+  TransformerConfig cfg;
+  cfg.vocab_size = int_key(c, "vocab_size", path);
+  cfg.n_layer = int_key(c, "n_layer", path);
+  cfg.n_head = int_key(c, "n_head", path);
+  cfg.n_embd = int_key(c, "n_embd", path);
+  cfg.block_size = int_key(c, "n_positions", path, int_key(c, "n_ctx", path, 1024));
+  cfg.intermediate_size = int_key(c, "n_inner", path, 0);
+  cfg.layer_norm_eps = float_key(c, "layer_norm_epsilon", path, 1e-5);
+  cfg.gelu_tanh = tanh_gelu(string_key(c, "activation_function", "gelu_new"), path, "activation_function");
+  require(cfg.n_head > 0 && cfg.n_embd % cfg.n_head == 0, path, "n_head", cfg.n_head, "a divisor of n_embd");
+  cfg.causal = true;
+  cfg.bias = true;
+  return cfg;
+}
+
+// --- sentence-transformers -----------------------------------------------------------------------------------
+
+std::string spread_pooling(const json& p, const std::string& path) {
+  // The library's flags; exactly one may be set (spread pools one way).
+  static const std::vector<std::pair<std::string, std::string>> modes = {
+      {"pooling_mode_mean_tokens", "mean"},  {"pooling_mode_cls_token", "cls"},
+      {"pooling_mode_max_tokens", "max"},    {"pooling_mode_lasttoken", "last"},
+      {"pooling_mode_weightedmean_tokens", "weightedmean"}};
+  std::vector<std::string> on;
+  for (const auto& [key, name] : modes)
+    if (p.value(key, false)) on.push_back(name);
+  require(!p.value("pooling_mode_mean_sqrt_len_tokens", false), path, "pooling_mode_mean_sqrt_len_tokens", true,
+          "mean, cls, max, lasttoken, weightedmean");
+  if (on.size() != 1)
+    throw user_error(path, 0, "pooling_mode_*", fmt::format("{} modes are set ({})", on.size(), fmt::join(on, ", ")),
+                     "spread pools with exactly one of mean, cls, max, lasttoken, weightedmean");
+  return on.front();
+}
+
+struct StModules {
+  SentenceTransformersModules info;
+  std::string transformer_path;
+};
+
+StModules read_sentence_modules(const std::string& dir) {
+  const std::string path = path_in(dir, "modules.json");
+  auto text = read_whole_file(path);
+  if (!text) throw user_error(path, 0, "", "cannot read the file");
+  const json modules = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!modules.is_array()) throw user_error(path, 0, "", "is not a JSON array of modules");
+  StModules out;
+  bool have_transformer = false;
+  for (const auto& m : modules) {
+    const std::string type = m.is_object() ? string_key(m, "type", "") : "";
+    const std::string sub = m.is_object() ? string_key(m, "path", "") : "";
+    const std::string module_dir = path_in(dir, sub);
+    if (type == "sentence_transformers.models.Transformer") {
+      have_transformer = true;
+      out.transformer_path = module_dir;
+    } else if (type == "sentence_transformers.models.Pooling") {
+      const std::string config = path_in(module_dir, "config.json");
+      const json p = read_json_object(config);
+      out.info.pooling = spread_pooling(p, config);
+      out.info.include_prompt = p.value("include_prompt", true);
+    } else if (type == "sentence_transformers.models.Normalize") {
+      out.info.normalize = true;
+    } else {
+      throw user_error(path, 0, "type", "module '" + type + "' is not supported",
+                       "spread reads Transformer, Pooling and Normalize modules");
+    }
+  }
+  if (!have_transformer) throw user_error(path, 0, "", "has no sentence_transformers.models.Transformer module");
+  // Its settings: sentence_bert_config.json beside the weights (or at the top, in older folders).
+  for (const std::string& where : {out.transformer_path, dir}) {
+    if (auto c = read_optional_json(path_in(where, "sentence_bert_config.json"))) {
+      out.info.max_seq_length = c->value("max_seq_length", int64_t(0));
+      require(!c->value("do_lower_case", false), path_in(where, "sentence_bert_config.json"), "do_lower_case", true,
+              "false (a lowercasing tokenizer, such as bert-base-uncased's, lowercases already)");
+      break;
+    }
+  }
+  if (auto c = read_optional_json(path_in(dir, "config_sentence_transformers.json"))) {
+    if (c->contains("prompts") && (*c)["prompts"].is_object())
+      for (const auto& item : (*c)["prompts"].items())
+        if (item.value().is_string()) out.info.prompts[item.key()] = item.value().get<std::string>();
+    out.info.default_prompt_name = string_key(*c, "default_prompt_name", "");
+  }
+  return out;
+}
+
+}  // namespace
+
+bool is_model_folder(const std::string& dir) {
+  const fs::path d = dir;
+  return fs::is_directory(d) && !fs::exists(d / "recipe.toml") &&
+         (fs::exists(d / "config.json") || fs::exists(d / "modules.json"));
+}
+
+HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
+  if (!fs::is_directory(dir)) throw user_error(dir, 0, "", "is not a folder", "give a Hugging Face model folder");
+  HfModelFolder folder;
+  folder.dir = dir;
+  folder.model_dir = dir;
+  if (fs::exists(path_in(dir, "modules.json"))) {
+    StModules st = read_sentence_modules(dir);
+    folder.model_dir = st.transformer_path;
+    folder.sentence = st.info;
+  }
+  const std::string config_path = path_in(folder.model_dir, "config.json");
+  if (!fs::exists(config_path))
+    throw user_error(config_path, 0, "", "is missing", "a Hugging Face model folder holds config.json and the weights");
+  const json c = read_json_object(config_path);
+  const json archs = c.value("architectures", json::array());
+  folder.architecture = archs.is_array() && !archs.empty() && archs[0].is_string() ? archs[0].get<std::string>()
+                                                                                  : string_key(c, "model_type", "");
+  const std::string a = folder.architecture;
+  const bool bert = a == "BertModel" || a == "BertForMaskedLM" || a == "BertForPreTraining" || a == "bert";
+  const bool gpt2 = a == "GPT2LMHeadModel" || a == "GPT2Model" || a == "gpt2";
+  if (!bert && !gpt2)
+    throw user_error(config_path, 0, "architectures", "is " + (a.empty() ? std::string("missing") : a),
+                     std::string("supported: ") + kSupported);
+  // BertModel has no MLM head; the other two architectures keep one (BertForPreTraining's beside the NSP head).
+  const bool mlm = bert && a != "BertModel" && a != "bert";
+  folder.family = bert ? "bert" : "gpt2";
+  folder.config = bert ? bert_config(c, config_path, mlm) : gpt2_config_of(c, config_path);
+  if (with_weights) {
+    NamedTensors raw = read_weights(folder.model_dir);
+    folder.weights = bert ? bert_weights(HfTensors(std::move(raw), config_path), folder.config)
+                          : spread_tensors_from_gpt2(raw, folder.config, config_path);
+  }
+  if (folder.sentence && folder.family != "bert")
+    throw user_error(path_in(dir, "modules.json"), 0, "", "wraps a " + a + "; spread reads sentence-transformers "
+                     "folders around BERT-family encoders", std::string("supported: ") + kSupported);
+  return folder;
+}
+
+Recipe recipe_of_model_folder(const HfModelFolder& folder) {
+  Recipe r;
+  r.source = path_in(folder.model_dir, "config.json");
+  const TransformerConfig& c = folder.config;
+  r.model.n_layer = c.n_layer;
+  r.model.n_head = c.n_head;
+  r.model.n_embd = c.n_embd;
+  r.model.block_size = c.block_size;
+  r.model.bias = c.bias;
+  r.model.causal = c.causal;
+  r.model.norm_position = c.post_norm ? "post" : "pre";
+  r.model.activation = c.gelu_tanh ? "gelu_tanh" : "gelu";
+  r.model.intermediate_size = c.intermediate_size;
+  r.model.layer_norm_eps = c.layer_norm_eps;
+  r.model.type_vocab_size = c.type_vocab_size;
+  r.model.mlm_transform = c.mlm_transform;
+  r.model.dropout = 0.0;
+  r.tokenizer.kind = "hf";
+  // The tokenizer files sit beside the weights, or at the top of a sentence-transformers folder.
+  const bool beside = fs::exists(path_in(folder.model_dir, "tokenizer.json")) ||
+                      fs::exists(path_in(folder.model_dir, "vocab.txt")) ||
+                      fs::exists(path_in(folder.model_dir, "vocab.json"));
+  r.tokenizer.path = beside ? folder.model_dir : folder.dir;
+  r.train.objective = folder.family == "gpt2" ? "lm" : c.mlm_transform ? "mlm" : "contrastive";
+  r.data.max_length = c.block_size;
+  if (folder.sentence) {
+    r.loss.contrastive.pooling = folder.sentence->pooling;
+    if (folder.sentence->max_seq_length > 0)
+      r.data.max_length = std::min(folder.sentence->max_seq_length, c.block_size);
+  }
+  return r;
+}
+
+}  // namespace spread

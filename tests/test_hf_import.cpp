@@ -1,0 +1,415 @@
+// Models people have, read from their folders (export/hf_import.h) and judged by the libraries that made them:
+// tiny random BertModel, BertForMaskedLM, GPT2LMHeadModel, sentence-transformers folders, saved by transformers /
+// sentence-transformers with the real bert-base-uncased and GPT-2 vocabularies (scripts/hf_model_ref.py, through
+// the Python of tests/python_env.h; skipped with the reason when it or the vocabularies are absent). Compared on
+// real sentences: every layer's hidden states, the MLM/LM logits, ST embeddings through `spread encode --model`,
+// and GPT-2's greedy generation. The bad-folder cases need no Python.
+#include <gtest/gtest.h>
+#include "test_paths.h"
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli_run.h"
+#include "python_env.h"
+#include "shared_data.h"
+#include "spread/config/recipe.h"
+#include "spread/data/npy.h"
+#include "spread/data/special_tokens.h"
+#include "spread/export/hf_import.h"
+#include "spread/export/safetensors.h"
+#include "spread/model/generate.h"
+#include "spread/train/run.h"
+#include "spread/train/trainer.h"
+#include "spread/util/error.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using spread::testing::fresh_temp_dir;
+using spread::testing::run_spread;
+
+namespace {
+
+constexpr double kTol = 1e-5;
+
+// Real sentences: case, accents, digits, punctuation, a long word, and lengths that differ (padding in a batch).
+const std::vector<std::string> kTexts = {
+    "The quick brown fox jumps over the lazy dog.",
+    "Caf\xc3\xa9 au lait costs 3.50 euros in Paris, doesn't it?",
+    "Antidisestablishmentarianism",
+    "A man is playing a guitar on the stage while people dance.",
+    "Two dogs run through a field of tall green grass near 42 trees."};
+
+std::string script() { return std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts/hf_model_ref.py"; }
+
+json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return json::parse(in);
+}
+
+void write_lines(const fs::path& p, const std::vector<std::string>& lines) {
+  std::ofstream out(p, std::ios::binary);
+  for (const auto& l : lines) out << l << "\n";
+}
+
+// One Python process makes every model of the suite and its reference outputs (a torch import is seconds).
+class HfImport : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string why;
+    python_ = spread::testing::reference_python({"transformers", "sentence_transformers"}, &why);
+    const std::string bert = spread::testing::shared_data_path("tokenizers/bert-base-uncased");
+    const std::string gpt2 = spread::testing::shared_data_path("tokenizers/gpt2");
+    if (python_.empty()) skip_ = why;
+    else if (bert.empty() || gpt2.empty()) skip_ = spread::testing::shared_data_missing("tokenizers");
+    if (!skip_.empty()) return;
+    work_ = new fs::path(fresh_temp_dir("hf_import"));
+    const fs::path w = *work_;
+    write_lines(w / "texts.txt", kTexts);
+    write_lines(w / "prompts.txt", {"The meaning of life is", "Once upon a time"});
+    std::vector<std::string> jobs;
+    auto make = [&](const std::string& kind, const std::string& name, const std::string& tok, const std::string& opts) {
+      jobs.push_back(fmt::format("make {} {} --tokenizer {} {}", kind, (w / name).string(), tok, opts));
+    };
+    // Shapes: odd head counts and MLP widths, both epsilons, both GELUs, 1-3 layers, real vocabularies.
+    make("bert", "bert", bert, "--seed 1 --layers 2 --heads 3 --width 48 --intermediate 37 --eps 1e-12");
+    make("bert", "bert_tanh", bert, "--seed 2 --layers 1 --heads 1 --width 32 --act gelu_new --eps 1e-5");
+    make("bert-mlm", "bert_mlm", bert, "--seed 3 --layers 3 --heads 2 --width 32");
+    make("bert", "bert_sharded_bf16", bert, "--seed 4 --layers 2 --heads 2 --width 32 --shards 3 --dtype bfloat16");
+    make("gpt2", "gpt2", gpt2, "--seed 5 --layers 2 --heads 3 --width 48 --max-position 80");
+    make("gpt2", "gpt2_exact", gpt2, "--seed 6 --layers 1 --heads 2 --width 32 --act gelu --intermediate 50");
+    make("st", "st_mean_norm", bert, "--seed 7 --layers 2 --heads 2 --width 32 --pooling mean --normalize");
+    make("st", "st_cls", bert, "--seed 8 --layers 2 --heads 2 --width 32 --pooling cls");
+    make("st", "st_max", bert, "--seed 9 --layers 2 --heads 2 --width 32 --pooling max");
+    make("st", "st_last", bert, "--seed 10 --layers 2 --heads 2 --width 32 --pooling lasttoken --max-seq-length 12");
+    make("st", "st_weighted", bert, "--seed 11 --layers 2 --heads 2 --width 32 --pooling weightedmean");
+    make("st", "st_prompts", bert,
+         "--seed 12 --layers 2 --heads 2 --width 32 --pooling mean --prompts --include-prompt 0 --normalize");
+    for (const std::string m : {"bert", "bert_tanh", "bert_mlm", "bert_sharded_bf16", "gpt2", "gpt2_exact"})
+      jobs.push_back(fmt::format("hidden {} {} {}", (w / m).string(), (w / "texts.txt").string(),
+                                 (w / (m + ".hidden.json")).string()));
+    for (const std::string m : {"st_mean_norm", "st_cls", "st_max", "st_last", "st_weighted"})
+      jobs.push_back(fmt::format("st-encode {} {} {}", (w / m).string(), (w / "texts.txt").string(),
+                                 (w / (m + ".st.json")).string()));
+    jobs.push_back(fmt::format("st-encode {} {} {} --prompt-name query", (w / "st_prompts").string(),
+                               (w / "texts.txt").string(), (w / "st_prompts.st.json").string()));
+    jobs.push_back(fmt::format("generate {} {} {} --max-new-tokens 32", (w / "gpt2").string(),
+                               (w / "prompts.txt").string(), (w / "gpt2.generate.json").string()));
+    write_lines(w / "jobs.txt", jobs);
+    const std::string cmd = fmt::format("'{}' '{}' --jobs '{}' > '{}' 2>&1", python_, script(),
+                                        (w / "jobs.txt").string(), (w / "python.log").string());
+    if (std::system(cmd.c_str()) != 0) {
+      std::ifstream log(w / "python.log");
+      failure_ = "the reference script failed: " + cmd + "\n" +
+                 std::string(std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>());
+    }
+  }
+
+  void SetUp() override {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    ASSERT_TRUE(failure_.empty()) << failure_;
+  }
+
+  static fs::path dir(const std::string& name) { return *work_ / name; }
+
+  static std::string python_, skip_, failure_;
+  static fs::path* work_;
+};
+std::string HfImport::python_, HfImport::skip_, HfImport::failure_;
+fs::path* HfImport::work_ = nullptr;
+
+torch::Tensor matrix(const json& rows) {
+  std::vector<float> flat;
+  int64_t n = 0;
+  for (const auto& row : rows) {
+    for (const auto& v : row) flat.push_back(v.get<float>());
+    ++n;
+  }
+  return torch::tensor(flat).view({n, -1});
+}
+
+double max_abs(const torch::Tensor& a, const torch::Tensor& b) {
+  EXPECT_EQ(a.sizes(), b.sizes());
+  if (a.sizes() != b.sizes()) return 1e30;
+  return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
+}
+
+// The ids spread's tokenizer gives a text as the model folder frames it: [CLS] text [SEP] for an encoder, the
+// text alone for GPT-2.
+std::vector<int32_t> spread_ids(spread::LoadedRun& run, const std::string& text) {
+  return run.recipe.is_encoder_objective()
+             ? spread::encode_for_encoder(*run.tokenizer, text, run.recipe.data.max_length)
+             : run.tokenizer->encode(text);
+}
+
+// Every layer's hidden states (and the logits, when the reference has them) of each text against the reference:
+// transformers' hidden_states are the embedding output, then each block's, the last after GPT-2's final norm.
+void expect_hidden_states_match(const fs::path& folder, const fs::path& reference) {
+  SCOPED_TRACE(folder.string());
+  spread::LoadedRun run = spread::load_run(folder.string());
+  const json ref = read_json(reference);
+  torch::NoGradGuard no_grad;
+  double worst_hidden = 0, worst_logits = 0;
+  for (const auto& t : ref.at("texts")) {
+    const auto ids = t.at("ids").get<std::vector<int32_t>>();
+    EXPECT_EQ(spread_ids(run, t.at("text").get<std::string>()), ids) << t.at("text");
+    auto input = torch::tensor(std::vector<int64_t>(ids.begin(), ids.end())).view({1, -1});
+    auto out = run.model->forward(input, /*want_hidden=*/true, /*want_logits=*/true);
+    const auto& layers = t.at("hidden");
+    ASSERT_EQ(layers.size(), out.hidden.size()) << folder;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const auto& mine = i + 1 == layers.size() ? out.final_hidden : out.hidden[i];
+      const double d = max_abs(mine[0], matrix(layers[i]));
+      worst_hidden = std::max(worst_hidden, d);
+      EXPECT_LE(d, kTol) << folder << " layer " << i << " of " << t.at("text");
+    }
+    if (!t.contains("logits_head")) continue;
+    auto logits = out.logits[0];
+    auto head = matrix(t.at("logits_head"));
+    worst_logits = std::max(worst_logits, max_abs(logits.narrow(1, 0, head.size(1)), head));
+    EXPECT_LE(max_abs(logits.narrow(1, 0, head.size(1)), head), kTol) << folder;
+    EXPECT_LE(max_abs(logits.logsumexp(1), torch::tensor(t.at("logsumexp").get<std::vector<float>>())), kTol);
+    EXPECT_TRUE(torch::equal(logits.argmax(1), torch::tensor(t.at("argmax").get<std::vector<int64_t>>())));
+  }
+  std::cout << folder.filename().string() << ": largest difference " << worst_hidden << " (hidden states), "
+            << worst_logits << " (logits)\n";
+}
+
+}  // namespace
+
+TEST_F(HfImport, BertHiddenStatesOfEveryLayerMatchTransformers) {
+  expect_hidden_states_match(dir("bert"), dir("bert.hidden.json"));
+  expect_hidden_states_match(dir("bert_tanh"), dir("bert_tanh.hidden.json"));
+}
+
+TEST_F(HfImport, BertForMaskedLmLogitsMatchTransformers) {
+  spread::LoadedRun run = spread::load_run(dir("bert_mlm").string());
+  EXPECT_EQ(run.recipe.train.objective, "mlm");
+  EXPECT_TRUE(run.model->config().mlm_transform);
+  expect_hidden_states_match(dir("bert_mlm"), dir("bert_mlm.hidden.json"));
+}
+
+TEST_F(HfImport, ShardedBf16CheckpointLoadsAsFloat32) {
+  ASSERT_TRUE(fs::exists(dir("bert_sharded_bf16") / "model.safetensors.index.json"));
+  EXPECT_FALSE(fs::exists(dir("bert_sharded_bf16") / "model.safetensors"));
+  expect_hidden_states_match(dir("bert_sharded_bf16"), dir("bert_sharded_bf16.hidden.json"));
+}
+
+TEST_F(HfImport, Gpt2HiddenStatesAndLogitsMatchTransformers) {
+  spread::LoadedRun run = spread::load_run(dir("gpt2").string());
+  EXPECT_EQ(run.recipe.train.objective, "lm");
+  EXPECT_TRUE(run.model->config().gelu_tanh);
+  EXPECT_EQ(run.model->config().block_size, 80);
+  expect_hidden_states_match(dir("gpt2"), dir("gpt2.hidden.json"));
+  expect_hidden_states_match(dir("gpt2_exact"), dir("gpt2_exact.hidden.json"));
+}
+
+TEST_F(HfImport, Gpt2GreedyGenerationEqualsTransformersGenerate) {
+  spread::LoadedRun run = spread::load_run(dir("gpt2").string());
+  const json ref = read_json(dir("gpt2.generate.json"));
+  spread::SampleOptions greedy;
+  greedy.temperature = 0;
+  greedy.max_new_tokens = 32;
+  for (const auto& r : ref.at("results")) {
+    const auto prompt = r.at("prompt_ids").get<std::vector<int32_t>>();
+    EXPECT_EQ(run.tokenizer->encode(r.at("prompt").get<std::string>()), prompt);
+    auto ids = spread::generate(run.model, prompt, greedy, torch::kCPU);
+    std::vector<int32_t> fresh(ids.begin() + int64_t(prompt.size()), ids.end());
+    EXPECT_EQ(fresh, r.at("new_ids").get<std::vector<int32_t>>()) << r.at("prompt");
+  }
+  // The command line reaches the same model: `generate --model` continues the prompt.
+  auto cli = run_spread(fmt::format("generate --model '{}' --prompt 'Once upon a time' --max-new-tokens 8 "
+                                    "--temperature 0",
+                                    dir("gpt2").string()));
+  EXPECT_EQ(cli.code, 0) << cli.output;
+  EXPECT_EQ(cli.output.rfind("Once upon a time", 0), 0u) << cli.output;
+}
+
+// `spread encode --model` against SentenceTransformer(DIR).encode for each pooling mode, Normalize or not,
+// max_seq_length, and a prompt left out of the pooling (include_prompt = false).
+TEST_F(HfImport, SentenceTransformersEncodeMatchesTheLibrary) {
+  for (const std::string m : {"st_mean_norm", "st_cls", "st_max", "st_last", "st_weighted", "st_prompts"}) {
+    const json ref = read_json(dir(m + ".st.json"));
+    const fs::path out = *work_ / (m + ".npy");
+    const std::string prompt = ref.value("prompt_name", json()).is_string() ? " --prompt-name query" : "";
+    auto r = run_spread(fmt::format("encode --model '{}' --in '{}' --out '{}'{}", dir(m).string(),
+                                    (*work_ / "texts.txt").string(), out.string(), prompt));
+    ASSERT_EQ(r.code, 0) << m << ": " << r.output;
+    Eigen::MatrixXd mine = spread::read_npy_matrix(out.string());  // column-major
+    auto got = torch::from_blob(mine.data(), {mine.cols(), mine.rows()}, torch::kDouble).t().clone();
+    const double d = max_abs(got, matrix(ref.at("embeddings")));
+    std::cout << m << ": largest difference " << d << "\n";
+    EXPECT_LE(d, kTol) << m;
+  }
+}
+
+// `eval --model` of an LM folder measures a text file (a folder has no validation split, and says so).
+TEST_F(HfImport, EvalMeasuresAnLmFolderOnATextFile) {
+  const fs::path text = *work_ / "eval_text.txt";
+  {
+    std::ofstream t(text);
+    for (int i = 0; i < 30; ++i) t << kTexts[size_t(i) % kTexts.size()] << "\n";
+  }
+  auto r = run_spread(fmt::format("eval --model '{}' --text '{}' --json", dir("gpt2").string(), text.string()));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const json j = json::parse(r.output.substr(r.output.find('{')));
+  // A random model is about uniform over GPT-2's 50,257 ids: its loss lies near ln 50257 = 10.8.
+  EXPECT_GT(j.at("val_loss").get<double>(), 5.0) << r.output;
+  EXPECT_LT(j.at("val_loss").get<double>(), 20.0) << r.output;
+  auto none = run_spread(fmt::format("eval --model '{}'", dir("gpt2").string()));
+  EXPECT_EQ(none.code, 2) << none.output;
+  EXPECT_NE(none.output.find("--text FILE"), std::string::npos) << none.output;
+}
+
+TEST_F(HfImport, DiagnoseMeasuresAModelFolder) {
+  auto r = run_spread(fmt::format("diagnose --model '{}' --texts '{}' --layers all", dir("st_mean_norm").string(),
+                                  (*work_ / "texts.txt").string()));
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("model " + dir("st_mean_norm").string()), std::string::npos) << r.output;
+}
+
+namespace {
+
+// A few steps of `objective` from a model folder (train.init_from), on the suite's texts.
+std::string train_from(const fs::path& work, const fs::path& folder, const std::string& name,
+                       std::vector<std::string> extra) {
+  const fs::path pairs = work / (name + ".tsv"), text = work / (name + ".txt");
+  {
+    std::ofstream p(pairs), t(text);
+    p << "anchor\tpositive\n";
+    for (int i = 0; i < 200; ++i) {
+      const std::string& a = kTexts[size_t(i) % kTexts.size()];
+      p << a << " " << i << "\t" << kTexts[size_t(i + 1) % kTexts.size()] << " (variant " << i << ")\n";
+      t << a << " number " << i << "\n";
+    }
+  }
+  std::vector<std::string> o = {"run.name=" + name, "run.out_dir=" + work.string(),
+                                "train.init_from=" + folder.string(), "train.batch_size=4", "train.warmup_steps=1",
+                                "train.eval_every=100", "train.ckpt_every=100", "train.log_every=1",
+                                "data.path=" + (extra.front() == "train.objective=lm" ? text : pairs).string()};
+  o.insert(o.end(), extra.begin(), extra.end());
+  auto recipe = spread::parse_recipe("", "test.toml", o);
+  EXPECT_EQ(spread::train(recipe, spread::TrainStart::Fresh), 0);
+  return recipe.run_dir();
+}
+
+}  // namespace
+
+// train.init_from of a GPT-2 folder: the run takes the folder's shape and tokenizer (recipe.toml says so) and
+// starts from its weights exactly; with a learning rate of 0 the run's checkpoint is the folder's model.
+TEST_F(HfImport, InitFromGpt2FolderStartsFromItsWeightsAndShape) {
+  const auto run = train_from(*work_, dir("gpt2"), "lm_from_gpt2",
+                              {"train.objective=lm", "data.source=text", "train.max_steps=1", "train.lr=0",
+                               "train.min_lr=0", "loss.dispersion.enabled=true", "loss.dispersion.lambda=0.1"});
+  const auto recipe = spread::recipe_of_run(run);
+  EXPECT_EQ(recipe.model.n_embd, 48);
+  EXPECT_EQ(recipe.model.n_head, 3);
+  EXPECT_EQ(recipe.model.block_size, 80);
+  EXPECT_EQ(recipe.model.activation, "gelu_tanh");
+  EXPECT_EQ(recipe.tokenizer.kind, "hf");
+  expect_hidden_states_match(run, dir("gpt2.hidden.json"));
+  // A recipe key that contradicts the folder is refused, naming both values.
+  try {
+    train_from(*work_, dir("gpt2"), "lm_contradiction", {"train.objective=lm", "data.source=text", "model.n_embd=64"});
+    ADD_FAILURE() << "a contradicting model.n_embd was accepted";
+  } catch (const spread::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.n_embd"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("64"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("48"), std::string::npos) << e.what();
+  }
+}
+
+// Fine-tune an imported sentence-transformers model contrastively, export it, load the export with the library:
+// its encode equals `spread encode` of the run, and the export is a BertModel again.
+TEST_F(HfImport, FineTunedSentenceTransformerExportsBackAndTheLibraryAgrees) {
+  const auto run = train_from(*work_, dir("st_mean_norm"), "st_finetune",
+                              {"train.objective=contrastive", "data.source=pairs", "train.max_steps=3",
+                               "train.lr=1e-3"});
+  EXPECT_EQ(spread::recipe_of_run(run).model.norm_position, "post");
+  const fs::path out = *work_ / "st_finetune_export";
+  auto e = run_spread(fmt::format("export --run '{}' --out '{}'", run, out.string()));
+  ASSERT_EQ(e.code, 0) << e.output;
+  EXPECT_EQ(read_json(out / "config.json").at("architectures")[0], "BertModel");
+  const fs::path ref = *work_ / "st_finetune.st.json", npy = *work_ / "st_finetune.npy";
+  const std::string cmd = fmt::format("'{}' '{}' st-encode '{}' '{}' '{}' > /dev/null 2>&1", python_, script(),
+                                      out.string(), (*work_ / "texts.txt").string(), ref.string());
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  auto r = run_spread(fmt::format("encode --run '{}' --in '{}' --out '{}' --no-normalize", run,
+                                  (*work_ / "texts.txt").string(), npy.string()));
+  ASSERT_EQ(r.code, 0) << r.output;
+  Eigen::MatrixXd mine = spread::read_npy_matrix(npy.string());
+  auto got = torch::from_blob(mine.data(), {mine.cols(), mine.rows()}, torch::kDouble).t().clone();
+  EXPECT_LE(max_abs(got, matrix(read_json(ref).at("embeddings"))), kTol);
+  // Training moved the weights: the fine-tuned embeddings are not the imported model's.
+  const json before = read_json(dir("st_mean_norm.st.json"));
+  auto normed = torch::nn::functional::normalize(got, torch::nn::functional::NormalizeFuncOptions().dim(1));
+  EXPECT_GT(max_abs(normed, matrix(before.at("embeddings"))), 1e-4);
+}
+
+// --- bad folders: one line, exit 2, naming the file and the fix (no Python needed) -----------------------------
+
+namespace {
+
+fs::path bad_folder(const std::string& name, const std::string& config) {
+  const fs::path d = fresh_temp_dir("hf_bad_" + name);
+  if (!config.empty()) std::ofstream(d / "config.json") << config;
+  return d;
+}
+
+std::string load_error(const fs::path& d) {
+  try {
+    spread::load_run(d.string());
+  } catch (const spread::UserError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+const char* const kBertConfig =
+    R"({"architectures": ["BertModel"], "vocab_size": 8, "num_hidden_layers": 1, "num_attention_heads": 1,
+        "hidden_size": 4, "intermediate_size": 8, "max_position_embeddings": 8})";
+
+}  // namespace
+
+TEST(HfImportBadFolder, EachProblemIsNamedWithItsFix) {
+  auto lfs = bad_folder("lfs", kBertConfig);
+  std::ofstream(lfs / "model.safetensors") << "version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 9\n";
+  EXPECT_NE(load_error(lfs).find("Git LFS pointer"), std::string::npos) << load_error(lfs);
+
+  auto pickle = bad_folder("pickle", kBertConfig);
+  std::ofstream(pickle / "pytorch_model.bin") << "PK";
+  EXPECT_NE(load_error(pickle).find("safe_serialization=True"), std::string::npos) << load_error(pickle);
+
+  auto none = bad_folder("none", kBertConfig);
+  EXPECT_NE(load_error(none).find("model.safetensors: is missing"), std::string::npos) << load_error(none);
+
+  auto arch = bad_folder("arch", R"({"architectures": ["T5ForConditionalGeneration"]})");
+  const std::string a = load_error(arch);
+  EXPECT_NE(a.find("T5ForConditionalGeneration"), std::string::npos) << a;
+  EXPECT_NE(a.find("BertModel, BertForMaskedLM"), std::string::npos) << a;
+
+  auto relative = bad_folder("relative", R"({"architectures": ["BertModel"], "position_embedding_type": "relative_key"})");
+  EXPECT_NE(load_error(relative).find("position_embedding_type"), std::string::npos) << load_error(relative);
+
+  auto missing_tensor = bad_folder("tensor", kBertConfig);
+  spread::write_safetensors((missing_tensor / "model.safetensors").string(),
+                            {{"embeddings.word_embeddings.weight", torch::zeros({8, 4})}});
+  EXPECT_NE(load_error(missing_tensor).find("embeddings.position_embeddings.weight"), std::string::npos)
+      << load_error(missing_tensor);
+}
+
+TEST(HfImportBadFolder, TheCommandLineExitsTwoWithOneLine) {
+  auto arch = bad_folder("cli", R"({"architectures": ["T5ForConditionalGeneration"]})");
+  auto r = run_spread(fmt::format("diagnose --model '{}' --texts x.txt", arch.string()));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  auto not_folder = run_spread("encode --model /nonexistent --in a.txt --out b.npy");
+  EXPECT_EQ(not_folder.code, 2) << not_folder.output;
+  EXPECT_NE(not_folder.output.find("not a model folder"), std::string::npos) << not_folder.output;
+}
