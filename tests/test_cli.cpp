@@ -141,7 +141,9 @@ TEST(Cli, ContrastiveTrainEncodeEval) {
   EXPECT_NE(v.output.find("ndcg@10"), std::string::npos) << v.output;
   EXPECT_NE(v.output.find("STS Spearman"), std::string::npos) << v.output;  // the run's [eval] sts by default
   EXPECT_TRUE(fs::exists(dir / "eval.json"));
-  EXPECT_EQ(run("eval --run " + run_dir + " --pooling max").code, 2);
+  Result bad_pooling = run("eval --run " + run_dir + " --pooling median");
+  EXPECT_EQ(bad_pooling.code, 2);
+  EXPECT_NE(bad_pooling.output.find("mean, cls, last, max, weightedmean"), std::string::npos) << bad_pooling.output;
   EXPECT_EQ(run("encode --run " + run_dir + " --in /nonexistent.txt --out x.npy").code, 2);
   fs::remove_all(dir);
 }

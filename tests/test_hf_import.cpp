@@ -4,9 +4,13 @@
 // the Python of tests/python_env.h; skipped with the reason when it or the vocabularies are absent). Compared on
 // real sentences: every layer's hidden states, the MLM/LM logits, ST embeddings through `spread encode --model`,
 // and GPT-2's greedy generation. The bad-folder cases need no Python.
+#include <fcntl.h>
 #include <gtest/gtest.h>
-#include "test_paths.h"
+#include <sys/file.h>
 #include <torch/torch.h>
+#include <unistd.h>
+
+#include "test_paths.h"
 
 #include <filesystem>
 #include <fmt/format.h>
@@ -58,7 +62,46 @@ void write_lines(const fs::path& p, const std::vector<std::string>& lines) {
   for (const auto& l : lines) out << l << "\n";
 }
 
-// One Python process makes every model of the suite and its reference outputs (a torch import is seconds).
+// The Python jobs that make every model of the suite and its reference outputs under `root`.
+std::vector<std::string> reference_jobs(const fs::path& w, const std::string& bert, const std::string& gpt2) {
+  std::vector<std::string> jobs;
+  auto make = [&](const std::string& kind, const std::string& name, const std::string& tok, const std::string& opts) {
+    jobs.push_back(fmt::format("make {} {} --tokenizer {} {}", kind, (w / name).string(), tok, opts));
+  };
+  // Shapes: odd head counts and MLP widths, both epsilons, both GELUs, 1-3 layers, real vocabularies.
+  make("bert", "bert", bert, "--seed 1 --layers 2 --heads 3 --width 48 --intermediate 37 --eps 1e-12");
+  make("bert", "bert_tanh", bert, "--seed 2 --layers 1 --heads 1 --width 32 --act gelu_new --eps 1e-5");
+  make("bert-mlm", "bert_mlm", bert, "--seed 3 --layers 3 --heads 2 --width 32");
+  make("bert", "bert_sharded_bf16", bert, "--seed 4 --layers 2 --heads 2 --width 32 --shards 3 --dtype bfloat16");
+  make("gpt2", "gpt2", gpt2, "--seed 5 --layers 2 --heads 3 --width 48 --max-position 80");
+  make("gpt2", "gpt2_exact", gpt2, "--seed 6 --layers 1 --heads 2 --width 32 --act gelu --intermediate 50");
+  make("st", "st_mean_norm", bert, "--seed 7 --layers 2 --heads 2 --width 32 --pooling mean --normalize");
+  make("st", "st_cls", bert, "--seed 8 --layers 2 --heads 2 --width 32 --pooling cls");
+  make("st", "st_max", bert, "--seed 9 --layers 2 --heads 2 --width 32 --pooling max");
+  make("st", "st_last", bert, "--seed 10 --layers 2 --heads 2 --width 32 --pooling lasttoken --max-seq-length 12");
+  make("st", "st_weighted", bert, "--seed 11 --layers 2 --heads 2 --width 32 --pooling weightedmean");
+  make("st", "st_prompts", bert,
+       "--seed 12 --layers 2 --heads 2 --width 32 --pooling mean --prompts --include-prompt 0 --normalize");
+  const std::string texts = (w / "texts.txt").string();
+  for (const std::string m : {"bert", "bert_tanh", "bert_mlm", "bert_sharded_bf16", "gpt2", "gpt2_exact"})
+    jobs.push_back(fmt::format("hidden {} {} {}", (w / m).string(), texts, (w / (m + ".hidden.json")).string()));
+  for (const std::string m : {"st_mean_norm", "st_cls", "st_max", "st_last", "st_weighted"})
+    jobs.push_back(fmt::format("st-encode {} {} {}", (w / m).string(), texts, (w / (m + ".st.json")).string()));
+  jobs.push_back(fmt::format("st-encode {} {} {} --prompt-name query", (w / "st_prompts").string(), texts,
+                             (w / "st_prompts.st.json").string()));
+  jobs.push_back(fmt::format("generate {} {} {} --max-new-tokens 32", (w / "gpt2").string(),
+                             (w / "prompts.txt").string(), (w / "gpt2.generate.json").string()));
+  return jobs;
+}
+
+std::string file_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The models and references, made once by one Python process (a torch import is seconds) and shared by the
+// suite's tests, which ctest runs in processes of their own: a folder keyed by everything that decides its
+// contents (jobs, texts, script, interpreter), made under a lock and marked complete last.
 class HfImport : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -70,45 +113,32 @@ class HfImport : public ::testing::Test {
     else if (bert.empty() || gpt2.empty()) skip_ = spread::testing::shared_data_missing("tokenizers");
     if (!skip_.empty()) return;
     work_ = new fs::path(fresh_temp_dir("hf_import"));
-    const fs::path w = *work_;
+    std::string key = python_ + file_text(script());
+    for (const auto& j : reference_jobs("@", bert, gpt2)) key += j + "\n";
+    for (const auto& t : kTexts) key += t + "\n";
+    models_ = new fs::path(fs::temp_directory_path() /
+                           fmt::format("spread_hf_models_{:016x}", std::hash<std::string>{}(key)));
+    const fs::path w = *models_;
+    const int lock = ::open((w.string() + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
+    ::flock(lock, LOCK_EX);
+    if (!fs::exists(w / "complete")) make_models(w, bert, gpt2);
+    ::flock(lock, LOCK_UN);
+    ::close(lock);
+  }
+
+  static void make_models(const fs::path& w, const std::string& bert, const std::string& gpt2) {
+    fs::remove_all(w);
+    fs::create_directories(w);
     write_lines(w / "texts.txt", kTexts);
     write_lines(w / "prompts.txt", {"The meaning of life is", "Once upon a time"});
-    std::vector<std::string> jobs;
-    auto make = [&](const std::string& kind, const std::string& name, const std::string& tok, const std::string& opts) {
-      jobs.push_back(fmt::format("make {} {} --tokenizer {} {}", kind, (w / name).string(), tok, opts));
-    };
-    // Shapes: odd head counts and MLP widths, both epsilons, both GELUs, 1-3 layers, real vocabularies.
-    make("bert", "bert", bert, "--seed 1 --layers 2 --heads 3 --width 48 --intermediate 37 --eps 1e-12");
-    make("bert", "bert_tanh", bert, "--seed 2 --layers 1 --heads 1 --width 32 --act gelu_new --eps 1e-5");
-    make("bert-mlm", "bert_mlm", bert, "--seed 3 --layers 3 --heads 2 --width 32");
-    make("bert", "bert_sharded_bf16", bert, "--seed 4 --layers 2 --heads 2 --width 32 --shards 3 --dtype bfloat16");
-    make("gpt2", "gpt2", gpt2, "--seed 5 --layers 2 --heads 3 --width 48 --max-position 80");
-    make("gpt2", "gpt2_exact", gpt2, "--seed 6 --layers 1 --heads 2 --width 32 --act gelu --intermediate 50");
-    make("st", "st_mean_norm", bert, "--seed 7 --layers 2 --heads 2 --width 32 --pooling mean --normalize");
-    make("st", "st_cls", bert, "--seed 8 --layers 2 --heads 2 --width 32 --pooling cls");
-    make("st", "st_max", bert, "--seed 9 --layers 2 --heads 2 --width 32 --pooling max");
-    make("st", "st_last", bert, "--seed 10 --layers 2 --heads 2 --width 32 --pooling lasttoken --max-seq-length 12");
-    make("st", "st_weighted", bert, "--seed 11 --layers 2 --heads 2 --width 32 --pooling weightedmean");
-    make("st", "st_prompts", bert,
-         "--seed 12 --layers 2 --heads 2 --width 32 --pooling mean --prompts --include-prompt 0 --normalize");
-    for (const std::string m : {"bert", "bert_tanh", "bert_mlm", "bert_sharded_bf16", "gpt2", "gpt2_exact"})
-      jobs.push_back(fmt::format("hidden {} {} {}", (w / m).string(), (w / "texts.txt").string(),
-                                 (w / (m + ".hidden.json")).string()));
-    for (const std::string m : {"st_mean_norm", "st_cls", "st_max", "st_last", "st_weighted"})
-      jobs.push_back(fmt::format("st-encode {} {} {}", (w / m).string(), (w / "texts.txt").string(),
-                                 (w / (m + ".st.json")).string()));
-    jobs.push_back(fmt::format("st-encode {} {} {} --prompt-name query", (w / "st_prompts").string(),
-                               (w / "texts.txt").string(), (w / "st_prompts.st.json").string()));
-    jobs.push_back(fmt::format("generate {} {} {} --max-new-tokens 32", (w / "gpt2").string(),
-                               (w / "prompts.txt").string(), (w / "gpt2.generate.json").string()));
-    write_lines(w / "jobs.txt", jobs);
+    write_lines(w / "jobs.txt", reference_jobs(w, bert, gpt2));
     const std::string cmd = fmt::format("'{}' '{}' --jobs '{}' > '{}' 2>&1", python_, script(),
                                         (w / "jobs.txt").string(), (w / "python.log").string());
     if (std::system(cmd.c_str()) != 0) {
-      std::ifstream log(w / "python.log");
-      failure_ = "the reference script failed: " + cmd + "\n" +
-                 std::string(std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>());
+      failure_ = "the reference script failed: " + cmd + "\n" + file_text(w / "python.log");
+      return;
     }
+    std::ofstream(w / "complete") << "made by " << cmd << "\n";
   }
 
   void SetUp() override {
@@ -116,13 +146,15 @@ class HfImport : public ::testing::Test {
     ASSERT_TRUE(failure_.empty()) << failure_;
   }
 
-  static fs::path dir(const std::string& name) { return *work_ / name; }
+  static fs::path dir(const std::string& name) { return *models_ / name; }  // a model or reference (shared)
 
   static std::string python_, skip_, failure_;
-  static fs::path* work_;
+  static fs::path* work_;    // this process's outputs
+  static fs::path* models_;  // the shared models and references
 };
 std::string HfImport::python_, HfImport::skip_, HfImport::failure_;
 fs::path* HfImport::work_ = nullptr;
+fs::path* HfImport::models_ = nullptr;
 
 torch::Tensor matrix(const json& rows) {
   std::vector<float> flat;
@@ -239,7 +271,7 @@ TEST_F(HfImport, SentenceTransformersEncodeMatchesTheLibrary) {
     const fs::path out = *work_ / (m + ".npy");
     const std::string prompt = ref.value("prompt_name", json()).is_string() ? " --prompt-name query" : "";
     auto r = run_spread(fmt::format("encode --model '{}' --in '{}' --out '{}'{}", dir(m).string(),
-                                    (*work_ / "texts.txt").string(), out.string(), prompt));
+                                    dir("texts.txt").string(), out.string(), prompt));
     ASSERT_EQ(r.code, 0) << m << ": " << r.output;
     Eigen::MatrixXd mine = spread::read_npy_matrix(out.string());  // column-major
     auto got = torch::from_blob(mine.data(), {mine.cols(), mine.rows()}, torch::kDouble).t().clone();
@@ -269,7 +301,7 @@ TEST_F(HfImport, EvalMeasuresAnLmFolderOnATextFile) {
 
 TEST_F(HfImport, DiagnoseMeasuresAModelFolder) {
   auto r = run_spread(fmt::format("diagnose --model '{}' --texts '{}' --layers all", dir("st_mean_norm").string(),
-                                  (*work_ / "texts.txt").string()));
+                                  dir("texts.txt").string()));
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("model " + dir("st_mean_norm").string()), std::string::npos) << r.output;
 }
@@ -338,10 +370,10 @@ TEST_F(HfImport, FineTunedSentenceTransformerExportsBackAndTheLibraryAgrees) {
   EXPECT_EQ(read_json(out / "config.json").at("architectures")[0], "BertModel");
   const fs::path ref = *work_ / "st_finetune.st.json", npy = *work_ / "st_finetune.npy";
   const std::string cmd = fmt::format("'{}' '{}' st-encode '{}' '{}' '{}' > /dev/null 2>&1", python_, script(),
-                                      out.string(), (*work_ / "texts.txt").string(), ref.string());
+                                      out.string(), dir("texts.txt").string(), ref.string());
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   auto r = run_spread(fmt::format("encode --run '{}' --in '{}' --out '{}' --no-normalize", run,
-                                  (*work_ / "texts.txt").string(), npy.string()));
+                                  dir("texts.txt").string(), npy.string()));
   ASSERT_EQ(r.code, 0) << r.output;
   Eigen::MatrixXd mine = spread::read_npy_matrix(npy.string());
   auto got = torch::from_blob(mine.data(), {mine.cols(), mine.rows()}, torch::kDouble).t().clone();

@@ -135,12 +135,14 @@ TEST(Pooling, ParsesItsNamesAndRejectsOthers) {
   EXPECT_EQ(spread::parse_pooling("mean"), Pooling::Mean);
   EXPECT_EQ(spread::parse_pooling("cls"), Pooling::Cls);
   EXPECT_EQ(spread::parse_pooling("last"), Pooling::LastToken);
-  for (const std::string bad : {"max", "Mean", "", "last_token"}) {
+  EXPECT_EQ(spread::parse_pooling("max"), Pooling::Max);
+  EXPECT_EQ(spread::parse_pooling("weightedmean"), Pooling::WeightedMean);
+  for (const std::string bad : {"median", "Mean", "", "last_token", "lasttoken"}) {
     try {
       spread::parse_pooling(bad);
       ADD_FAILURE() << "'" << bad << "' was accepted";
     } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("mean, cls, last"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("mean, cls, last, max, weightedmean"), std::string::npos) << e.what();
     }
   }
 }
@@ -150,4 +152,32 @@ TEST(Pooling, RejectsMismatchedShapes) {
   EXPECT_THROW(spread::mean_pool(h, torch::ones({2, 4}, torch::kBool)), c10::Error);
   EXPECT_THROW(spread::last_token_pool(h.select(2, 0), torch::ones({2, 3}, torch::kBool)), c10::Error);
   EXPECT_THROW(spread::cls_pool(h, torch::ones({3, 3}, torch::kBool)), c10::Error);
+}
+
+// sentence-transformers' max and weightedmean, by loops over a hand-made batch with right padding that holds NaN
+// (padding never enters): max over valid tokens; weights = 1-based positions in the padded batch.
+TEST(Pooling, MaxAndWeightedMeanFollowTheLibrarysFormulas) {
+  const int64_t B = 2, T = 4, F = 3;
+  auto hidden = torch::randn({B, T, F}, torch::kDouble);
+  auto mask = torch::tensor({1, 1, 1, 0, 1, 1, 0, 0}, torch::kBool).view({B, T});
+  hidden.index_put_({1, 3}, std::numeric_limits<double>::quiet_NaN());
+  hidden.index_put_({0, 3}, 1e6);  // a pad larger than every real value
+  auto max = spread::max_pool(hidden, mask), weighted = spread::weighted_mean_pool(hidden, mask);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t f = 0; f < F; ++f) {
+      double best = -1e300, sum = 0, weight = 0;
+      for (int64_t t = 0; t < T; ++t) {
+        if (!mask[b][t].item<bool>()) continue;
+        const double x = hidden[b][t][f].item<double>();
+        best = std::max(best, x);
+        sum += double(t + 1) * x;
+        weight += double(t + 1);
+      }
+      EXPECT_DOUBLE_EQ(max[b][f].item<double>(), best);
+      EXPECT_NEAR(weighted[b][f].item<double>(), sum / weight, 1e-12);
+    }
+  // A text without a valid token: the library's fill value for max, 0 for the weighted mean.
+  auto none = torch::zeros({1, T}, torch::kBool);
+  EXPECT_DOUBLE_EQ(spread::max_pool(hidden.narrow(0, 0, 1), none)[0][0].item<double>(), -1e9);
+  EXPECT_DOUBLE_EQ(spread::weighted_mean_pool(hidden.narrow(0, 0, 1), none)[0][0].item<double>(), 0.0);
 }

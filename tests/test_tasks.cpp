@@ -475,7 +475,7 @@ TEST(Recipe, ObjectivesCheckTheirDataAndModel) {
   expect_key({"train.objective=contrastive", "data.source=wordnet_pairs", "model.causal=false",
               "loss.contrastive.matryoshka_dims=[64, 256]", "model.n_embd=128"},
              "loss.contrastive.matryoshka_dims");
-  expect_key({"loss.contrastive.pooling=max"}, "loss.contrastive.pooling");
+  expect_key({"loss.contrastive.pooling=median"}, "loss.contrastive.pooling");
   expect_key({"train.objective=maxsim", "data.source=text", "data.path=x.txt"}, "data.source");
   expect_key({"train.objective=maxsim", "data.source=wordnet_pairs", "model.causal=true", "model.block_size=256"},
              "model.causal");

@@ -1,10 +1,12 @@
 #include "spread/util/file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -94,16 +96,8 @@ void rename_file(const std::string& from, const std::string& to) {
   if (ec) throw filesystem_user_error(to, "replace the file", ec);
 }
 
-}  // namespace spread
+// --- outputs (file.h): checks before the work, temporary name and rename, stale temporaries of killed processes
 
-// Outputs (file.h): checks before the work, temporary name and rename, stale temporaries of killed processes.
-#include <fcntl.h>
-#include <signal.h>
-#include <unistd.h>
-
-#include <regex>
-
-namespace spread {
 namespace {
 
 fs::path folder_of(const fs::path& path) { return path.has_parent_path() ? path.parent_path() : fs::path("."); }
