@@ -324,7 +324,7 @@ std::string train_from(const fs::path& work, const fs::path& folder, const std::
   std::vector<std::string> o = {"run.name=" + name, "run.out_dir=" + work.string(),
                                 "train.init_from=" + folder.string(), "train.batch_size=4", "train.warmup_steps=1",
                                 "train.eval_every=100", "train.ckpt_every=100", "train.log_every=1",
-                                "data.path=" + (extra.front() == "train.objective=lm" ? text : pairs).string()};
+                                "data.path=" + (extra.front() == "train.objective=contrastive" ? pairs : text).string()};
   o.insert(o.end(), extra.begin(), extra.end());
   auto recipe = spread::parse_recipe("", "test.toml", o);
   EXPECT_EQ(spread::train(recipe, spread::TrainStart::Fresh), 0);
@@ -355,6 +355,20 @@ TEST_F(HfImport, InitFromGpt2FolderStartsFromItsWeightsAndShape) {
     EXPECT_NE(std::string(e.what()).find("64"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("48"), std::string::npos) << e.what();
   }
+}
+
+// train.init_from of a BertForMaskedLM folder for objective mlm keeps BERT's prediction head (transform and decoder
+// bias): with a learning rate of 0 the run's hidden states and MLM logits are the folder's.
+TEST_F(HfImport, InitFromBertForMaskedLmKeepsItsPredictionHead) {
+  const auto run = train_from(*work_, dir("bert_mlm"), "mlm_from_bert",
+                              {"train.objective=mlm", "data.source=text", "train.max_steps=1", "train.lr=0",
+                               "train.min_lr=0", "data.max_length=24"});
+  const auto recipe = spread::recipe_of_run(run);
+  EXPECT_TRUE(recipe.model.mlm_transform);
+  EXPECT_EQ(recipe.model.norm_position, "post");
+  EXPECT_FALSE(recipe.model.causal);
+  EXPECT_EQ(recipe.model.type_vocab_size, 2);
+  expect_hidden_states_match(run, dir("bert_mlm.hidden.json"));
 }
 
 // Fine-tune an imported sentence-transformers model contrastively, export it, load the export with the library:

@@ -443,6 +443,15 @@ void validate_tokenizer(const Recipe& r) {
          "pretrain the backbone with kind hf (mlm), or use kind bpe / unigram, which reserve [Q] and [D]");
 }
 
+// train.init_from names a model folder that is not a spread export (train/setup.h, adopt_model_folder): the folder
+// gives [model] (its shape, causality) after parsing, and the checks that read the shape run there instead.
+bool shape_from_model_folder(const Recipe& r) {
+  if (r.train.init_from.empty()) return false;
+  const std::filesystem::path d = r.train.init_from;
+  return (std::filesystem::exists(d / "config.json") || std::filesystem::exists(d / "modules.json")) &&
+         !std::filesystem::exists(d / "recipe.toml") && !std::filesystem::exists(d / "spread_tokenizer.json");
+}
+
 // Which data, model and losses each objective can use.
 void validate_objective(const Recipe& r) {
   const Origin at{r.source, 0};
@@ -454,24 +463,25 @@ void validate_objective(const Recipe& r) {
   if (!wants_pairs && is_pair_source(r.data.source))
     fail(at, "data.source", "'" + r.data.source + "' gives pairs, but train.objective = \"" + objective + "\" needs text",
          "use text or wordnet, or set train.objective = \"contrastive\" or \"maxsim\"");
-  if (objective == "maxsim") validate_maxsim(r);
+  const bool folder_shape = shape_from_model_folder(r);
+  if (objective == "maxsim" && !folder_shape) validate_maxsim(r);
   if (is_pair_source(r.data.source) && r.data.source != "wordnet_pairs" && r.data.path.empty())
     fail(at, "data.path", "data.source = \"" + r.data.source + "\" needs a path",
          r.data.source == "beir" ? "the BEIR folder" : "the data file(s)");
-  if (objective == "mlm" && r.model.causal)
+  if (objective == "mlm" && r.model.causal && !folder_shape)
     fail(at, "model.causal", "masked-language-model pretraining needs a bidirectional encoder", "set model.causal = false");
   // [CLS] and [SEP] frame every encoder text: a shorter length would leave the text itself out.
   if (r.is_encoder_objective() && r.data.max_length > 0 && r.data.max_length < kMinEncoderLength)
     fail(at, "data.max_length", fmt::format("{} leaves no room for a text token between [CLS] and [SEP]",
                                             r.data.max_length),
          fmt::format("use at least {} (0 = model.block_size)", kMinEncoderLength));
-  if (r.data.max_length > r.model.block_size)
+  if (r.data.max_length > r.model.block_size && !folder_shape)
     fail(at, "data.max_length", fmt::format("{} is longer than model.block_size = {}", r.data.max_length, r.model.block_size),
          "raise model.block_size or lower data.max_length");
   if (r.is_encoder_objective() && r.loss.dispersion.enabled)
     fail(at, "loss.dispersion.enabled", "dispersion is a term of the LM objective (train.objective = \"lm\")");
   for (auto dim : r.loss.contrastive.matryoshka_dims)
-    if (dim > r.model.n_embd)
+    if (dim > r.model.n_embd && !folder_shape)
       fail(at, "loss.contrastive.matryoshka_dims", fmt::format("{} is wider than model.n_embd = {}", dim, r.model.n_embd));
 }
 

@@ -48,6 +48,25 @@ void adopt(T& value, const T& folder_value, const T& default_value, const std::s
   value = folder_value;
 }
 
+// The recipe checks that read the model's shape, which parse_recipe leaves to this point when the folder gives it.
+void check_against_folder_shape(const Recipe& r) {
+  const auto& m = r.model;
+  auto longer = [&](int64_t length, const std::string& key) {
+    if (length > m.block_size)
+      throw user_error(r.source, 0, key, fmt::format("{} is longer than the model folder's {} positions", length,
+                                                     m.block_size), "lower " + key);
+  };
+  longer(r.data.max_length, "data.max_length");
+  if (r.train.objective == "maxsim") {
+    longer(r.loss.maxsim.query_length, "loss.maxsim.query_length");
+    longer(r.loss.maxsim.document_length, "loss.maxsim.document_length");
+  }
+  for (auto dim : r.loss.contrastive.matryoshka_dims)
+    if (dim > m.n_embd)
+      throw user_error(r.source, 0, "loss.contrastive.matryoshka_dims",
+                       fmt::format("{} is wider than the model folder's width {}", dim, m.n_embd));
+}
+
 }  // namespace
 
 Recipe adopt_model_folder(const Recipe& recipe) {
@@ -83,6 +102,7 @@ Recipe adopt_model_folder(const Recipe& recipe) {
   r.tokenizer.path = implied.tokenizer.path;
   if (r.data.max_length == 0) r.data.max_length = implied.data.max_length;
   if (r.loss.contrastive.pooling == ContrastiveConfig().pooling) r.loss.contrastive.pooling = implied.loss.contrastive.pooling;
+  check_against_folder_shape(r);
   return r;
 }
 
