@@ -27,7 +27,9 @@
 #include "spread/data/npy.h"
 #include "spread/data/special_tokens.h"
 #include "spread/export/hf_import.h"
+#include "spread/eval/multi_vector.h"
 #include "spread/export/safetensors.h"
+#include "spread/tasks/maxsim.h"
 #include "spread/model/generate.h"
 #include "spread/train/run.h"
 #include "spread/train/trainer.h"
@@ -49,6 +51,10 @@ const std::vector<std::string> kTexts = {
     "Antidisestablishmentarianism",
     "A man is playing a guitar on the stage while people dance.",
     "Two dogs run through a field of tall green grass near 42 trees."};
+
+// Queries for the ColBERT folder: short, with punctuation (the skiplist) and one longer than its 12 tokens.
+const std::vector<std::string> kQueries = {"who plays the guitar?", "dogs, grass & trees",
+                                           "what does a cafe au lait cost in Paris on a rainy Sunday morning?"};
 
 std::string script() { return std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts/hf_model_ref.py"; }
 
@@ -82,6 +88,8 @@ std::vector<std::string> reference_jobs(const fs::path& w, const std::string& be
   make("st", "st_weighted", bert, "--seed 11 --layers 2 --heads 2 --width 32 --pooling weightedmean");
   make("st", "st_prompts", bert,
        "--seed 12 --layers 2 --heads 2 --width 32 --pooling mean --prompts --include-prompt 0 --normalize");
+  make("pylate", "pylate", bert, "--seed 13 --layers 2 --heads 2 --width 32 --dim 16 --query-length 12 "
+       "--document-length 20");
   const std::string texts = (w / "texts.txt").string();
   for (const std::string m : {"bert", "bert_tanh", "bert_mlm", "bert_sharded_bf16", "gpt2", "gpt2_exact"})
     jobs.push_back(fmt::format("hidden {} {} {}", (w / m).string(), texts, (w / (m + ".hidden.json")).string()));
@@ -89,6 +97,8 @@ std::vector<std::string> reference_jobs(const fs::path& w, const std::string& be
     jobs.push_back(fmt::format("st-encode {} {} {}", (w / m).string(), texts, (w / (m + ".st.json")).string()));
   jobs.push_back(fmt::format("st-encode {} {} {} --prompt-name query", (w / "st_prompts").string(), texts,
                              (w / "st_prompts.st.json").string()));
+  jobs.push_back(fmt::format("pylate {} {} {} {}", (w / "pylate").string(), (w / "queries.txt").string(), texts,
+                             (w / "pylate.json").string()));
   jobs.push_back(fmt::format("generate {} {} {} --max-new-tokens 32", (w / "gpt2").string(),
                              (w / "prompts.txt").string(), (w / "gpt2.generate.json").string()));
   return jobs;
@@ -116,6 +126,7 @@ class HfImport : public ::testing::Test {
     std::string key = python_ + file_text(script());
     for (const auto& j : reference_jobs("@", bert, gpt2)) key += j + "\n";
     for (const auto& t : kTexts) key += t + "\n";
+    for (const auto& q : kQueries) key += q + "\n";
     models_ = new fs::path(fs::temp_directory_path() /
                            fmt::format("spread_hf_models_{:016x}", std::hash<std::string>{}(key)));
     const fs::path w = *models_;
@@ -131,6 +142,7 @@ class HfImport : public ::testing::Test {
     fs::create_directories(w);
     write_lines(w / "texts.txt", kTexts);
     write_lines(w / "prompts.txt", {"The meaning of life is", "Once upon a time"});
+    write_lines(w / "queries.txt", kQueries);
     write_lines(w / "jobs.txt", reference_jobs(w, bert, gpt2));
     const std::string cmd = fmt::format("'{}' '{}' --jobs '{}' > '{}' 2>&1", python_, script(),
                                         (w / "jobs.txt").string(), (w / "python.log").string());
@@ -279,6 +291,46 @@ TEST_F(HfImport, SentenceTransformersEncodeMatchesTheLibrary) {
     std::cout << m << ": largest difference " << d << "\n";
     EXPECT_LE(d, kTol) << m;
   }
+}
+
+// A PyLate ColBERT folder: the ids PyLate feeds (prefix token after [CLS], [MASK] expansion, truncation), the token
+// vectors encode returns (documents without the skiplist's), and MaxSim scores, against pylate.models.ColBERT.
+TEST_F(HfImport, PyLateColbertFolderMatchesTheLibrary) {
+  spread::LoadedRun run = spread::load_run(dir("pylate").string());
+  ASSERT_EQ(run.recipe.train.objective, "maxsim");
+  EXPECT_EQ(run.model->config().head_dim, 16);
+  const json ref = read_json(dir("pylate.json"));
+  spread::MultiVectorSpec spec = spread::multi_vector_spec(run.recipe, *run.tokenizer, torch::kCPU);
+  spec.skip = run.colbert_skip;
+  const auto special = run.tokenizer->special_ids();
+  torch::NoGradGuard no_grad;
+  auto vectors = [&](const json& item, bool query) {
+    const auto ids = query ? spread::query_tokens(*run.tokenizer, item.at("text").get<std::string>(), spec)
+                           : spread::document_tokens(*run.tokenizer, item.at("text").get<std::string>(), spec);
+    const auto batch = query ? spread::query_batch({&ids}, special, spec) : spread::document_batch({&ids}, special, spec);
+    const auto fed = batch.ids[0];
+    EXPECT_EQ(std::vector<int64_t>(fed.data_ptr<int64_t>(), fed.data_ptr<int64_t>() + fed.numel()),
+              item.at("ids").get<std::vector<int64_t>>()) << item.at("text");
+    auto kept = torch::tensor(item.at("kept").get<std::vector<int64_t>>()).to(torch::kBool);
+    EXPECT_TRUE(torch::equal(batch.score[0], kept)) << item.at("text");
+    auto v = spread::encode_tokens(run.model, batch)[0].index({batch.score[0]});
+    EXPECT_LE(max_abs(v, matrix(item.at("vectors"))), kTol) << item.at("text");
+    return v.to(torch::kDouble);
+  };
+  std::vector<torch::Tensor> queries, docs;
+  for (const auto& q : ref.at("queries")) queries.push_back(vectors(q, true));
+  for (const auto& d : ref.at("docs")) docs.push_back(vectors(d, false));
+  for (size_t i = 0; i < queries.size(); ++i)
+    for (size_t j = 0; j < docs.size(); ++j) {
+      const double score = std::get<0>(queries[i].matmul(docs[j].t()).max(1)).sum().item<double>();
+      EXPECT_NEAR(score, ref.at("scores")[i][j].get<double>(), kTol) << i << ", " << j;
+    }
+  // The command line reaches it: late-interaction retrieval of a model folder.
+  auto r = run_spread(fmt::format("eval --model '{}' --beir '{}/beir_tiny' --pool-factors 1,2", dir("pylate").string(),
+                                  SPREAD_TEST_DATA_DIR));
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("MaxSim"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("nDCG@10"), std::string::npos) << r.output;
 }
 
 // `eval --model` of an LM folder measures a text file (a folder has no validation split, and says so).

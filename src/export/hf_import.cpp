@@ -273,7 +273,45 @@ std::string spread_pooling(const json& p, const std::string& path) {
 struct StModules {
   SentenceTransformersModules info;
   std::string transformer_path;
+  bool pooled = false;
+  torch::Tensor head;  // PyLate's Dense modules as one [out, width] matrix (undefined: none)
 };
+
+// One pylate.models.Dense.Dense module: its linear weight [out, in] (no bias, identity activation, no residual).
+torch::Tensor read_dense(const std::string& module_dir) {
+  const std::string config = path_in(module_dir, "config.json");
+  const json c = read_json_object(config);
+  require(!c.value("bias", false), config, "bias", true, "false");
+  require(!c.value("use_residual", false), config, "use_residual", true, "false");
+  const std::string act = string_key(c, "activation_function", "torch.nn.modules.linear.Identity");
+  require(act == "torch.nn.modules.linear.Identity", config, "activation_function", act,
+          "torch.nn.modules.linear.Identity");
+  const NamedTensors t = read_weights(module_dir);
+  auto it = t.find("linear.weight");
+  if (it == t.end()) throw user_error(path_in(module_dir, "model.safetensors"), 0, "", "has no tensor 'linear.weight'");
+  const int64_t in = int_key(c, "in_features", config), out = int_key(c, "out_features", config);
+  if (!it->second.sizes().equals({out, in}))
+    throw user_error(path_in(module_dir, "model.safetensors"), 0, "linear.weight",
+                     fmt::format("has shape {} but config.json says [{}, {}]", fmt::join(it->second.sizes(), "x"),
+                                 out, in));
+  return it->second;
+}
+
+ColbertModules read_colbert_config(const json& c, const std::string& path) {
+  ColbertModules m;
+  m.query_prefix = string_key(c, "query_prefix", m.query_prefix);
+  m.document_prefix = string_key(c, "document_prefix", m.document_prefix);
+  m.query_length = int_key(c, "query_length", path, m.query_length);
+  m.document_length = int_key(c, "document_length", path, m.document_length);
+  m.query_expansion = c.value("do_query_expansion", true);
+  require(!c.value("attend_to_expansion_tokens", false), path, "attend_to_expansion_tokens", true, "false");
+  require(!m.query_prefix.empty() && !m.document_prefix.empty(), path, "query_prefix", m.query_prefix,
+          "non-empty query and document prefixes");
+  if (c.contains("skiplist_words") && c["skiplist_words"].is_array())
+    for (const auto& w : c["skiplist_words"])
+      if (w.is_string()) m.skiplist_words.push_back(w.get<std::string>());
+  return m;
+}
 
 StModules read_sentence_modules(const std::string& dir) {
   const std::string path = path_in(dir, "modules.json");
@@ -290,7 +328,16 @@ StModules read_sentence_modules(const std::string& dir) {
     if (type == "sentence_transformers.models.Transformer") {
       have_transformer = true;
       out.transformer_path = module_dir;
+    } else if (type == "pylate.models.Dense.Dense") {
+      // Two linear maps without bias or activation are one: the product of their matrices.
+      const torch::Tensor w = read_dense(module_dir);
+      if (out.head.defined() && w.size(1) != out.head.size(0))
+        throw user_error(path_in(module_dir, "config.json"), 0, "in_features",
+                         fmt::format("is {} but the module before gives {}", w.size(1), out.head.size(0)));
+      out.head = out.head.defined() ? torch::matmul(w.to(torch::kDouble), out.head.to(torch::kDouble)).to(torch::kFloat)
+                                    : w;
     } else if (type == "sentence_transformers.models.Pooling") {
+      out.pooled = true;
       const std::string config = path_in(module_dir, "config.json");
       const json p = read_json_object(config);
       out.info.pooling = spread_pooling(p, config);
@@ -299,7 +346,7 @@ StModules read_sentence_modules(const std::string& dir) {
       out.info.normalize = true;
     } else {
       throw user_error(path, 0, "type", "module '" + type + "' is not supported",
-                       "spread reads Transformer, Pooling and Normalize modules");
+                       "spread reads Transformer, Pooling, Normalize and PyLate's Dense modules");
     }
   }
   if (!have_transformer) throw user_error(path, 0, "", "has no sentence_transformers.models.Transformer module");
@@ -334,10 +381,23 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
   HfModelFolder folder;
   folder.dir = dir;
   folder.model_dir = dir;
+  torch::Tensor head;
   if (fs::exists(path_in(dir, "modules.json"))) {
     StModules st = read_sentence_modules(dir);
     folder.model_dir = st.transformer_path;
-    folder.sentence = st.info;
+    const std::string st_config = path_in(dir, "config_sentence_transformers.json");
+    auto c = read_optional_json(st_config);
+    if (c && string_key(*c, "model_type", "") == "ColBERT") {
+      if (!st.head.defined() || st.pooled)
+        throw user_error(path_in(dir, "modules.json"), 0, "", "a ColBERT folder needs Dense modules and no Pooling");
+      folder.colbert = read_colbert_config(*c, st_config);
+      head = st.head;
+    } else {
+      if (st.head.defined())
+        throw user_error(path_in(dir, "modules.json"), 0, "", "has Dense modules but is no ColBERT folder",
+                         "config_sentence_transformers.json's model_type is \"ColBERT\" in PyLate's folders");
+      folder.sentence = st.info;
+    }
   }
   const std::string config_path = path_in(folder.model_dir, "config.json");
   if (!fs::exists(config_path))
@@ -356,12 +416,19 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
   const bool mlm = bert && a != "BertModel" && a != "bert";
   folder.family = bert ? "bert" : "gpt2";
   folder.config = bert ? bert_config(c, config_path, mlm) : gpt2_config_of(c, config_path);
+  if (head.defined()) {
+    if (head.size(1) != folder.config.n_embd)
+      throw user_error(path_in(dir, "1_Dense/config.json"), 0, "in_features",
+                       fmt::format("is {} but the encoder is {} wide", head.size(1), folder.config.n_embd));
+    folder.config.head_dim = head.size(0);
+  }
   if (with_weights) {
     NamedTensors raw = read_weights(folder.model_dir);
     folder.weights = bert ? bert_weights(HfTensors(std::move(raw), config_path), folder.config)
                           : spread_tensors_from_gpt2(raw, folder.config, config_path);
+    if (head.defined()) folder.weights["model.head.weight"] = head;
   }
-  if (folder.sentence && folder.family != "bert")
+  if ((folder.sentence || folder.colbert) && folder.family != "bert")
     throw user_error(path_in(dir, "modules.json"), 0, "", "wraps a " + a + "; spread reads sentence-transformers "
                      "folders around BERT-family encoders", std::string("supported: ") + kSupported);
   return folder;
@@ -392,6 +459,15 @@ Recipe recipe_of_model_folder(const HfModelFolder& folder) {
   r.tokenizer.path = beside ? folder.model_dir : folder.dir;
   r.train.objective = folder.family == "gpt2" ? "lm" : c.mlm_transform ? "mlm" : "contrastive";
   r.data.max_length = c.block_size;
+  if (folder.colbert) {
+    const ColbertModules& m = *folder.colbert;
+    r.train.objective = "maxsim";
+    r.model.head_dim = c.head_dim;
+    r.loss.maxsim.query_length = m.query_length;
+    r.loss.maxsim.document_length = m.document_length;
+    r.loss.maxsim.query_expansion = m.query_expansion;
+    r.loss.maxsim.skiplist = !m.skiplist_words.empty();
+  }
   if (folder.sentence) {
     r.loss.contrastive.pooling = folder.sentence->pooling;
     if (folder.sentence->max_seq_length > 0)

@@ -11,12 +11,16 @@
 //   sentence-transformers  modules.json with Transformer (weights in the folder or its module path), Pooling
 //                (mean, cls, max, lasttoken, weightedmean; include_prompt), Normalize; sentence_bert_config.json's
 //                max_seq_length; config_sentence_transformers.json's prompts and default_prompt_name
+//   PyLate       a ColBERT folder: the encoder, 1_Dense (and 2_Dense: their product is the one head; no bias,
+//                identity activation), config_sentence_transformers.json's query/document prefixes (added tokens
+//                such as "[Q] "), lengths, do_query_expansion and skiplist_words
 // Anything else (another architecture, a pooling mode or option the library has that spread does not, relative
 // positions, a cross-attention decoder, a tensor missing or of another shape) is a UserError naming the file, the
 // key or tensor and what is supported: never an approximation.
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "spread/config/recipe.h"
 #include "spread/export/safetensors.h"
@@ -33,6 +37,13 @@ struct SentenceTransformersModules {
   std::string default_prompt_name;             // "" = none
 };
 
+struct ColbertModules {
+  std::string query_prefix = "[Q] ", document_prefix = "[D] ";  // tokens inserted after [CLS]
+  int64_t query_length = 32, document_length = 180;             // tokens, the prefix included
+  bool query_expansion = true;                                  // queries padded with [MASK] that score
+  std::vector<std::string> skiplist_words;                       // vocabulary entries left out of documents
+};
+
 struct HfModelFolder {
   std::string dir;           // the folder given
   std::string model_dir;     // where config.json and the weights are: dir, or the Transformer module's path
@@ -41,6 +52,7 @@ struct HfModelFolder {
   TransformerConfig config;
   NamedTensors weights;      // "model.<spread name>", for load_model_weights
   std::optional<SentenceTransformersModules> sentence;  // a sentence-transformers folder
+  std::optional<ColbertModules> colbert;                // a PyLate ColBERT folder (then no `sentence`)
 };
 
 // Whether `dir` looks like a model folder (config.json, or modules.json, and no recipe.toml): a run is always read
@@ -53,8 +65,8 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights = t
 
 // The recipe the folder implies, for the commands that take a run: the model keys from config.json, tokenizer
 // kind "hf" from the folder's tokenizer files, objective "lm" (GPT-2), "mlm" (a masked-LM head) or "contrastive"
-// (encoders, pooled as the sentence-transformers modules say, else mean), data.max_length the folder's
-// max_seq_length or positions.
+// (encoders, pooled as the sentence-transformers modules say, else mean) or "maxsim" (PyLate, with its lengths,
+// expansion and skiplist), data.max_length the folder's max_seq_length or positions.
 Recipe recipe_of_model_folder(const HfModelFolder& folder);
 
 }  // namespace spread
