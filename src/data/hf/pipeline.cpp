@@ -159,19 +159,26 @@ class Pipeline : public Tokenizer {
  private:
   // `threads` contiguous chunks of [0, count): on LibTorch's intra-op threads (at::parallel_for, OpenMP) when
   // that many are set, so no second set of threads competes with them; more than that get plain threads.
+  // Texts differ in length by orders of magnitude and files group them (a corpus of short lines, then one of
+  // abstracts): equal shares in file order left one thread most of the work (2 threads ran 1.1x one). Each worker
+  // takes the next block of texts from a shared counter instead; every text still lands at its own index.
   static void run_chunks(int64_t count, int threads, const std::function<void(int64_t, int64_t)>& work) {
-    const int64_t chunks = std::min<int64_t>(std::max(threads, 1), count);
-    if (chunks <= 1) { work(0, count); return; }
-    auto chunk = [&](int64_t c) { work(count * c / chunks, count * (c + 1) / chunks); };
-    if (chunks <= at::get_num_threads() && !at::in_parallel_region()) {
-      at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
-        for (int64_t c = begin; c < end; ++c) chunk(c);
+    const int64_t workers = std::min<int64_t>(std::max(threads, 1), count);
+    if (workers <= 1) { work(0, count); return; }
+    constexpr int64_t kBlock = 32;
+    std::atomic<int64_t> next{0};
+    auto worker = [&] {
+      for (int64_t begin; (begin = next.fetch_add(kBlock)) < count;) work(begin, std::min(count, begin + kBlock));
+    };
+    if (workers <= at::get_num_threads() && !at::in_parallel_region()) {
+      at::parallel_for(0, workers, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t w = begin; w < end; ++w) worker();
       });
       return;
     }
     std::vector<std::thread> pool;
-    for (int64_t c = 1; c < chunks; ++c) pool.emplace_back(chunk, c);
-    chunk(0);
+    for (int64_t w = 1; w < workers; ++w) pool.emplace_back(worker);
+    worker();
     for (auto& t : pool) t.join();
   }
 
