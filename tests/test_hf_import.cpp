@@ -398,6 +398,13 @@ TEST_F(HfImport, InitFromGpt2FolderStartsFromItsWeightsAndShape) {
   EXPECT_EQ(recipe.model.activation, "gelu_tanh");
   EXPECT_EQ(recipe.tokenizer.kind, "hf");
   expect_hidden_states_match(run, dir("gpt2.hidden.json"));
+  // An objective the folder's attention does not fit: an LM from a BERT folder would see the tokens it predicts.
+  try {
+    train_from(*work_, dir("bert"), "lm_from_bert", {"train.objective=lm", "data.source=text"});
+    ADD_FAILURE() << "an LM from a bidirectional folder was accepted";
+  } catch (const spread::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("train.objective"), std::string::npos) << e.what();
+  }
   // A recipe key that contradicts the folder is refused, naming both values.
   try {
     train_from(*work_, dir("gpt2"), "lm_contradiction", {"train.objective=lm", "data.source=text", "model.n_embd=64"});
@@ -494,6 +501,10 @@ TEST(HfImportBadFolder, EachProblemIsNamedWithItsFix) {
 
   auto relative = bad_folder("relative", R"({"architectures": ["BertModel"], "position_embedding_type": "relative_key"})");
   EXPECT_NE(load_error(relative).find("position_embedding_type"), std::string::npos) << load_error(relative);
+
+  // A key of another JSON type is named (nlohmann's value() would abort the process instead).
+  auto typed = bad_folder("typed", R"({"architectures": ["BertModel"], "is_decoder": "no"})");
+  EXPECT_NE(load_error(typed).find("is_decoder"), std::string::npos) << load_error(typed);
 
   auto missing_tensor = bad_folder("tensor", kBertConfig);
   spread::write_safetensors((missing_tensor / "model.safetensors").string(),

@@ -234,14 +234,20 @@ ExportResult export_run(const ExportRequest& request) {
     if (!cfg.causal)
       throw user_error(recipe.source, 0, "model.causal", "an LM run with a bidirectional model has no HF layout",
                        "export LM runs trained with causal = true");
-    if (cfg.post_norm)
-      throw user_error(recipe.source, 0, "model.norm_position", "an LM run with post-LayerNorm blocks has no GPT-2 "
-                       "layout (GPT-2 is pre-norm)", "export LM runs trained with norm_position = \"pre\"");
+    if (cfg.post_norm || cfg.type_vocab_size > 0 || cfg.mlm_transform)
+      throw user_error(recipe.source, 0, cfg.post_norm ? "model.norm_position" : cfg.type_vocab_size > 0
+                                                           ? "model.type_vocab_size" : "model.mlm_transform",
+                       "GPT-2 has pre-LayerNorm blocks, no token types and no MLM head: this LM has no GPT-2 layout",
+                       "export LM runs trained with norm_position = \"pre\", type_vocab_size = 0, mlm_transform = false");
     result.layout = "gpt2";
     files["config.json"] = json_file(gpt2_config(cfg, tokenizer->bos_id(), tokenizer->eos_id()));
     files["model.safetensors"] = safetensors_bytes(gpt2_tensors(params, cfg));
   } else {
     // A post-LN encoder (an imported BERT) goes back as BertModel; spread's pre-LN one is MegatronBert.
+    if (cfg.post_norm && (!cfg.bias || cfg.type_vocab_size == 0))
+      throw user_error(recipe.source, 0, cfg.bias ? "model.type_vocab_size" : "model.bias",
+                       "a post-LayerNorm encoder exports as BertModel, which has biases and token types",
+                       "train it with model.bias = true and model.type_vocab_size = 2");
     result.layout = recipe.train.objective == "maxsim" ? "pylate" : cfg.post_norm ? "bert" : "megatron-bert";
     const int32_t pad = tokenizer->special_ids().pad;
     files["config.json"] = json_file(cfg.post_norm ? bert_config(cfg, pad) : megatron_bert_config(cfg, pad));

@@ -55,6 +55,13 @@ double float_key(const json& config, const std::string& key, const std::string& 
   return config[key].get<double>();
 }
 
+// nlohmann's value() throws a type_error (an abort, not exit 2) when the stored type differs: read typed.
+bool bool_key(const json& config, const std::string& key, const std::string& path, bool fallback) {
+  if (!config.contains(key) || config[key].is_null()) return fallback;
+  if (!config[key].is_boolean()) throw user_error(path, 0, key, "is " + config[key].dump() + ", not true or false");
+  return config[key].get<bool>();
+}
+
 std::string string_key(const json& config, const std::string& key, const std::string& fallback) {
   return config.contains(key) && config[key].is_string() ? config[key].get<std::string>() : fallback;
 }
@@ -165,9 +172,9 @@ class HfTensors {
 
 TransformerConfig bert_config(const json& c, const std::string& path, bool mlm_head) {
   require(string_key(c, "position_embedding_type", "absolute") == "absolute", path, "position_embedding_type",
-          c.value("position_embedding_type", json()), "absolute");
-  require(!c.value("is_decoder", false), path, "is_decoder", true, "false (an encoder)");
-  require(!c.value("add_cross_attention", false), path, "add_cross_attention", true, "false");
+          c.contains("position_embedding_type") ? c["position_embedding_type"] : json(), "absolute");
+  require(!bool_key(c, "is_decoder", path, false), path, "is_decoder", true, "false (an encoder)");
+  require(!bool_key(c, "add_cross_attention", path, false), path, "add_cross_attention", true, "false");
   TransformerConfig cfg;
   cfg.vocab_size = int_key(c, "vocab_size", path);
   cfg.n_layer = int_key(c, "num_hidden_layers", path);
@@ -233,9 +240,9 @@ NamedTensors bert_weights(const HfTensors& hf, const TransformerConfig& cfg) {
 // --- GPT-2 ---------------------------------------------------------------------------------------------------
 
 TransformerConfig gpt2_config_of(const json& c, const std::string& path) {
-  require(!c.value("add_cross_attention", false), path, "add_cross_attention", true, "false");
-  require(c.value("scale_attn_weights", true), path, "scale_attn_weights", false, "true");
-  require(!c.value("scale_attn_by_inverse_layer_idx", false), path, "scale_attn_by_inverse_layer_idx", true, "false");
+  require(!bool_key(c, "add_cross_attention", path, false), path, "add_cross_attention", true, "false");
+  require(bool_key(c, "scale_attn_weights", path, true), path, "scale_attn_weights", false, "true");
+  require(!bool_key(c, "scale_attn_by_inverse_layer_idx", path, false), path, "scale_attn_by_inverse_layer_idx", true, "false");
   TransformerConfig cfg;
   cfg.vocab_size = int_key(c, "vocab_size", path);
   cfg.n_layer = int_key(c, "n_layer", path);
@@ -261,8 +268,8 @@ std::string spread_pooling(const json& p, const std::string& path) {
       {"pooling_mode_weightedmean_tokens", "weightedmean"}};
   std::vector<std::string> on;
   for (const auto& [key, name] : modes)
-    if (p.value(key, false)) on.push_back(name);
-  require(!p.value("pooling_mode_mean_sqrt_len_tokens", false), path, "pooling_mode_mean_sqrt_len_tokens", true,
+    if (bool_key(p, key, path, false)) on.push_back(name);
+  require(!bool_key(p, "pooling_mode_mean_sqrt_len_tokens", path, false), path, "pooling_mode_mean_sqrt_len_tokens", true,
           "mean, cls, max, lasttoken, weightedmean");
   if (on.size() != 1)
     throw user_error(path, 0, "pooling_mode_*", fmt::format("{} modes are set ({})", on.size(), fmt::join(on, ", ")),
@@ -281,8 +288,8 @@ struct StModules {
 torch::Tensor read_dense(const std::string& module_dir) {
   const std::string config = path_in(module_dir, "config.json");
   const json c = read_json_object(config);
-  require(!c.value("bias", false), config, "bias", true, "false");
-  require(!c.value("use_residual", false), config, "use_residual", true, "false");
+  require(!bool_key(c, "bias", config, false), config, "bias", true, "false");
+  require(!bool_key(c, "use_residual", config, false), config, "use_residual", true, "false");
   const std::string act = string_key(c, "activation_function", "torch.nn.modules.linear.Identity");
   require(act == "torch.nn.modules.linear.Identity", config, "activation_function", act,
           "torch.nn.modules.linear.Identity");
@@ -303,8 +310,8 @@ ColbertModules read_colbert_config(const json& c, const std::string& path) {
   m.document_prefix = string_key(c, "document_prefix", m.document_prefix);
   m.query_length = int_key(c, "query_length", path, m.query_length);
   m.document_length = int_key(c, "document_length", path, m.document_length);
-  m.query_expansion = c.value("do_query_expansion", true);
-  require(!c.value("attend_to_expansion_tokens", false), path, "attend_to_expansion_tokens", true, "false");
+  m.query_expansion = bool_key(c, "do_query_expansion", path, true);
+  require(!bool_key(c, "attend_to_expansion_tokens", path, false), path, "attend_to_expansion_tokens", true, "false");
   require(!m.query_prefix.empty() && !m.document_prefix.empty(), path, "query_prefix", m.query_prefix,
           "non-empty query and document prefixes");
   if (c.contains("skiplist_words") && c["skiplist_words"].is_array())
@@ -341,7 +348,7 @@ StModules read_sentence_modules(const std::string& dir) {
       const std::string config = path_in(module_dir, "config.json");
       const json p = read_json_object(config);
       out.info.pooling = spread_pooling(p, config);
-      out.info.include_prompt = p.value("include_prompt", true);
+      out.info.include_prompt = bool_key(p, "include_prompt", config, true);
     } else if (type == "sentence_transformers.models.Normalize") {
       out.info.normalize = true;
     } else {
@@ -353,8 +360,9 @@ StModules read_sentence_modules(const std::string& dir) {
   // Its settings: sentence_bert_config.json beside the weights (or at the top, in older folders).
   for (const std::string& where : {out.transformer_path, dir}) {
     if (auto c = read_optional_json(path_in(where, "sentence_bert_config.json"))) {
-      out.info.max_seq_length = c->value("max_seq_length", int64_t(0));
-      require(!c->value("do_lower_case", false), path_in(where, "sentence_bert_config.json"), "do_lower_case", true,
+      const std::string sbert = path_in(where, "sentence_bert_config.json");
+      out.info.max_seq_length = int_key(*c, "max_seq_length", sbert, 0);
+      require(!bool_key(*c, "do_lower_case", sbert, false), sbert, "do_lower_case", true,
               "false (a lowercasing tokenizer, such as bert-base-uncased's, lowercases already)");
       break;
     }
@@ -403,7 +411,7 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
   if (!fs::exists(config_path))
     throw user_error(config_path, 0, "", "is missing", "a Hugging Face model folder holds config.json and the weights");
   const json c = read_json_object(config_path);
-  const json archs = c.value("architectures", json::array());
+  const json archs = c.contains("architectures") ? c["architectures"] : json::array();
   folder.architecture = archs.is_array() && !archs.empty() && archs[0].is_string() ? archs[0].get<std::string>()
                                                                                   : string_key(c, "model_type", "");
   const std::string a = folder.architecture;

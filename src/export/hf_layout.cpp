@@ -78,7 +78,8 @@ NamedTensors gpt2_tensors(const NamedTensors& params, const TransformerConfig& c
     const std::string s = fmt::format("blocks.{}.", i), h = fmt::format("transformer.h.{}.", i);
     for (const auto& n : gpt2_block_names()) {
       if (n.bias_width_per_embd > 0) {
-        out[h + n.hf] = bias_or_zeros(params, s + n.spread, n.bias_width_per_embd * cfg.n_embd);
+        const int64_t width = n.spread == std::string("mlp.fc.bias") ? cfg.mlp_width() : n.bias_width_per_embd * cfg.n_embd;
+        out[h + n.hf] = bias_or_zeros(params, s + n.spread, width);
         continue;
       }
       const auto& t = param(params, s + n.spread);
@@ -147,7 +148,9 @@ NamedTensors megatron_bert_tensors(const NamedTensors& params, const Transformer
   NamedTensors out;
   out["embeddings.word_embeddings.weight"] = param(params, "wte.weight");
   out["embeddings.position_embeddings.weight"] = param(params, "wpe.weight");
-  out["embeddings.token_type_embeddings.weight"] = torch::zeros({2, C});  // spread has no segments
+  // spread's own encoder has no segments (zeros); one with BERT's token types adds type 0's row everywhere.
+  const auto types = params.find("wtt.weight");
+  out["embeddings.token_type_embeddings.weight"] = types != params.end() ? types->second : torch::zeros({2, C});
   out["encoder.ln.weight"] = param(params, "ln_f.weight");
   out["encoder.ln.bias"] = param(params, "ln_f.bias");
   for (int64_t i = 0; i < cfg.n_layer; ++i) {
@@ -183,11 +186,11 @@ nlohmann::json megatron_bert_config(const TransformerConfig& cfg, int32_t pad_id
           {"num_hidden_layers", cfg.n_layer},
           {"num_attention_heads", cfg.n_head},
           {"intermediate_size", cfg.mlp_width()},
-          {"hidden_act", "gelu"},
+          {"hidden_act", cfg.gelu_tanh ? "gelu_new" : "gelu"},
           {"hidden_dropout_prob", cfg.dropout},
           {"attention_probs_dropout_prob", cfg.dropout},
           {"max_position_embeddings", cfg.block_size},
-          {"type_vocab_size", 2},
+          {"type_vocab_size", cfg.type_vocab_size > 0 ? cfg.type_vocab_size : 2},
           {"initializer_range", 0.02},
           {"layer_norm_eps", cfg.layer_norm_eps},
           {"pad_token_id", std::max(pad_id, 0)},

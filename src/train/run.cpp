@@ -54,7 +54,12 @@ void add_colbert_markers(LoadedRun& run, const ColbertModules& m, const std::str
   run.tokenizer = std::make_shared<MarkedTokenizer>(run.tokenizer, int32_t(*hf->token_to_id(m.query_prefix)),
                                                     int32_t(*hf->token_to_id(m.document_prefix)));
   run.colbert_skip.assign(size_t(run.tokenizer->vocab_size()), false);
-  for (const auto& word : m.skiplist_words) run.colbert_skip[size_t(entry_id(*hf, word, source))] = true;
+  for (const auto& word : m.skiplist_words) {
+    const int32_t id = entry_id(*hf, word, source);
+    if (id < 0 || size_t(id) >= run.colbert_skip.size())
+      throw user_error(source, 0, "skiplist_words", fmt::format("'{}' has id {}, outside the vocabulary", word, id));
+    run.colbert_skip[size_t(id)] = true;
+  }
 }
 
 LoadedRun load_model_folder(const std::string& dir) {

@@ -65,6 +65,17 @@ void check_against_folder_shape(const Recipe& r) {
     if (dim > m.n_embd)
       throw user_error(r.source, 0, "loss.contrastive.matryoshka_dims",
                        fmt::format("{} is wider than the model folder's width {}", dim, m.n_embd));
+  // An LM needs the causal mask a decoder has; mlm and maxsim need an encoder's both-ways attention (contrastive
+  // takes either: decoder embedders pool the last token).
+  const std::string& objective = r.train.objective;
+  if ((objective == "lm" && !m.causal) || ((objective == "mlm" || objective == "maxsim") && m.causal))
+    throw user_error(r.source, 0, "train.objective",
+                     fmt::format("\"{}\" does not fit the model folder {}, a {} model", objective, r.train.init_from,
+                                 m.causal ? "causal (GPT-2)" : "bidirectional (BERT)"),
+                     m.causal ? "use objective lm or contrastive" : "use objective mlm, contrastive or maxsim");
+  if (objective == "maxsim")
+    throw user_error(r.source, 0, "train.init_from", "maxsim training from a model folder is not implemented yet",
+                     "spread eval --model and calibrate read PyLate folders; train maxsim from a spread run");
 }
 
 }  // namespace
@@ -178,8 +189,7 @@ void copy_tokenizer_files(const Recipe& recipe, const std::string& run_dir) {
   // Another model folder's tokenizer is the recipe's kind "hf" one (adopt_model_folder): nothing to copy.
   if (is_model_folder(from.string()) && !fs::exists(from / "spread_tokenizer.json")) return;
   if (is_hf_model_dir(from.string())) {
-    // A spread export keeps the run's record as spread_tokenizer.json (tokenizer.json is Hugging Face's name);
-    // another GPT-2 folder brings none, and the run builds the recipe's tokenizer (its size must fit the model).
+    // A spread export keeps the run's record as spread_tokenizer.json (tokenizer.json is Hugging Face's name).
     if (!fs::exists(from / "spread_tokenizer.json")) return;
     make_directories(run_dir);
     const auto copy = [&](const char* name, const char* as) {

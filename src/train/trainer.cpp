@@ -379,7 +379,9 @@ Recipe recipe_of_run(const std::string& run_dir, const std::vector<std::string>&
 namespace {
 
 int train_run(const Recipe& given, TrainStart start) {
-  const Recipe recipe = adopt_model_folder(given);  // init_from of a model folder: its shape and tokenizer
+  // init_from of a model folder: its shape and tokenizer; a resumed run's recipe.toml holds them already (and the
+  // folder may have moved since).
+  const Recipe recipe = start == TrainStart::Fresh ? adopt_model_folder(given) : given;
   Run run;
   run.recipe = recipe;
   // The saved recipe must still find its files when resumed from another working directory.
