@@ -14,6 +14,7 @@
 
 #include "cli_run.h"
 #include "python_env.h"
+#include "shared_data.h"
 #include "spread/config/recipe.h"
 #include "spread/data/corpus.h"
 #include "spread/data/token_file.h"
@@ -29,7 +30,8 @@ using spread::testing::run_spread;
 
 namespace {
 
-const std::string kTokenizers = std::string(SPREAD_TEST_DATA_DIR) + "/../../../shared/data/tokenizers";
+// The real vocabularies (README: Data); the tests that read them skip, saying so, where the data root lacks them.
+const std::string kTokenizers = spread::testing::shared_data_dir() + "/tokenizers";
 const std::string kGpt2 = kTokenizers + "/gpt2";
 const std::string kBert = kTokenizers + "/bert-base-uncased/tokenizer.json";
 
@@ -122,6 +124,7 @@ void expect_resume_matches(const fs::path& dir, const std::string& straight, con
 // GPT-2's vocabulary: the run's train.bin holds the reference's ids of the training text, resume, generate and
 // export work from the run directory alone, and the exported tokenizer.json is the run's copy, byte for byte.
 TEST(HfRun, LmOnGpt2VocabularyTrainsOnTheReferencesIdsAndResumes) {
+  SHARED_DATA_OR_SKIP(vocabularies, "tokenizers");
   std::string why;
   const std::string python = reference_python({"tokenizers", "transformers"}, &why);
   if (python.empty()) GTEST_SKIP() << why;
@@ -164,6 +167,7 @@ TEST(HfRun, LmOnGpt2VocabularyTrainsOnTheReferencesIdsAndResumes) {
 // the run's tokenizer gives the reference's ids without the post-processor and without the file's truncation
 // (max_length 256), and the export writes BERT's tokenizer.json as it is.
 TEST(HfRun, MlmOnBertVocabularyUsesBertsSpecialIdsAndResumes) {
+  SHARED_DATA_OR_SKIP(vocabularies, "tokenizers");
   std::string why;
   const std::string python = reference_python({"tokenizers", "transformers"}, &why);
   if (python.empty()) GTEST_SKIP() << why;
@@ -208,6 +212,7 @@ TEST(HfRun, MlmOnBertVocabularyUsesBertsSpecialIdsAndResumes) {
 // `spread tokenize` with the Hugging Face files themselves, post-processor on and off, against the reference (BERT's
 // tokenizer.json pads a batch to its longest line: the file is the batch).
 TEST(TokenizeCli, GivesTheReferencesIdsForBertAndGpt2) {
+  SHARED_DATA_OR_SKIP(vocabularies, "tokenizers");
   std::string why;
   const std::string python = reference_python({"tokenizers", "transformers"}, &why);
   if (python.empty()) GTEST_SKIP() << why;
