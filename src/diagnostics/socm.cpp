@@ -1,6 +1,7 @@
 // SOCM over pairs of token lists without d x d matrices; the formulas and the method are in socm.h.
 #include "spread/diagnostics/socm.h"
 
+#include "spread/diagnostics/tridiagonal.h"
 #include "spread/runtime/gemm.h"
 
 #include <Eigen/Eigenvalues>
@@ -53,9 +54,22 @@ MatrixXd thin_basis_t(const MatrixXd& f) {
 
 struct Workspace {
   MatrixXd gram;
-  Eigen::SelfAdjointEigenSolver<MatrixXd> eig;
+  Eigen::VectorXd eigenvalues, off_diagonal, work;
   int64_t svd_pairs = 0;
 };
+
+// The eigenvalues of ws.gram (filled in its lower triangle; destroyed) into ws.eigenvalues, in no order: Householder
+// tridiagonalization and root-free QL (tridiagonal.h), 3-4x faster than Eigen's solver, whose tridiagonal QR
+// dominated the pair loop. False where QL did not converge.
+bool gram_eigenvalues(Workspace& ws) {
+  const Index k = ws.gram.rows();
+  ws.gram.triangularView<Eigen::StrictlyUpper>() = ws.gram.transpose();
+  ws.eigenvalues.resize(k);
+  ws.off_diagonal.resize(std::max<Index>(k - 1, 1));
+  ws.work.resize(5 * k);
+  tridiagonalize_symmetric(ws.gram.data(), k, ws.eigenvalues.data(), ws.off_diagonal.data(), ws.work.data());
+  return tridiagonal_eigenvalues(ws.eigenvalues.data(), ws.off_diagonal.data(), k);
+}
 
 // ||M||_* = sum of singular values of M (r1 x r2).
 double nuclear_norm(const Eigen::Ref<const MatrixXd>& m, SocmSolver solver, Workspace& ws) {
@@ -65,10 +79,12 @@ double nuclear_norm(const Eigen::Ref<const MatrixXd>& m, SocmSolver solver, Work
     ws.gram.setZero(k, k);
     if (m.rows() <= m.cols()) ws.gram.selfadjointView<Eigen::Lower>().rankUpdate(m);
     else ws.gram.selfadjointView<Eigen::Lower>().rankUpdate(m.transpose());
-    ws.eig.compute(ws.gram, Eigen::EigenvaluesOnly);
-    const Eigen::VectorXd& ev = ws.eig.eigenvalues();  // ascending
-    if (ev(k - 1) <= 0) return 0.0;
-    if (ev(0) >= kGramCondition * ev(k - 1)) return ev.cwiseSqrt().sum();
+    if (gram_eigenvalues(ws)) {
+      const Eigen::VectorXd& ev = ws.eigenvalues;
+      const double largest = ev.maxCoeff();
+      if (largest <= 0) return 0.0;
+      if (ev.minCoeff() >= kGramCondition * largest) return ev.cwiseSqrt().sum();
+    }
   }
   ++ws.svd_pairs;
   return Eigen::BDCSVD<MatrixXd>(m).singularValues().sum();
@@ -80,11 +96,17 @@ double paper_trace_sqrt(const Eigen::Ref<const MatrixXd>& m, const MatrixXd& bas
   const Index r2 = basis2_t.cols(), d = basis2_t.rows();
   double sum = double(d - r2) * std::sqrt(eps);
   if (r2 == 0) return sum;
-  ws.gram.setZero(r2, r2);
-  if (m.rows() > 0) ws.gram.selfadjointView<Eigen::Lower>().rankUpdate(m.transpose());  // M^T M
-  ws.gram.selfadjointView<Eigen::Lower>().rankUpdate(basis2_t.transpose(), eps);         // + eps Q2 Q2^T
-  ws.eig.compute(ws.gram, Eigen::EigenvaluesOnly);
-  for (Index i = 0; i < r2; ++i) sum += std::sqrt(std::max(ws.eig.eigenvalues()(i), 0.0) + eps);
+  auto fill_gram = [&] {
+    ws.gram.setZero(r2, r2);
+    if (m.rows() > 0) ws.gram.selfadjointView<Eigen::Lower>().rankUpdate(m.transpose());  // M^T M
+    ws.gram.selfadjointView<Eigen::Lower>().rankUpdate(basis2_t.transpose(), eps);         // + eps Q2 Q2^T
+  };
+  fill_gram();
+  if (!gram_eigenvalues(ws)) {
+    fill_gram();
+    ws.eigenvalues = Eigen::SelfAdjointEigenSolver<MatrixXd>(ws.gram, Eigen::EigenvaluesOnly).eigenvalues();
+  }
+  for (Index i = 0; i < r2; ++i) sum += std::sqrt(std::max(ws.eigenvalues(i), 0.0) + eps);
   return sum;
 }
 
