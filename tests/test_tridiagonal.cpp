@@ -115,6 +115,48 @@ TEST(Tridiagonal, NonFiniteInputIsRefused) {
   EXPECT_FALSE(tridiagonal_eigenvalues(u.diag.data(), u.off.data(), 2));
 }
 
+TEST(Tridiagonal, BatchOfMixedMatricesMatchesTheReferenceOneByOne) {
+  // Two at a time, interleaved: sizes 0-40, zero, diagonal, non-finite and graded matrices in one batch, so that
+  // slots finish at different times and pick up matrices that need no sweep at all.
+  std::mt19937_64 rng(13);
+  std::normal_distribution<double> normal;
+  std::vector<Tridiagonal> input;
+  for (int i = 0; i < 120; ++i) {
+    const size_t n = size_t(i * 7 % 41);
+    Tridiagonal t;
+    for (size_t j = 0; j < n; ++j) t.diag.push_back(i % 5 == 1 ? 0.0 : normal(rng) * std::pow(10.0, -double(j % 9)));
+    for (size_t j = 0; j + 1 < n; ++j) t.off.push_back(i % 5 == 1 || i % 11 == 4 ? 0.0 : normal(rng));
+    if (i % 17 == 9 && n > 2) t.off[1] = NAN;
+    input.push_back(t);
+  }
+  std::vector<Tridiagonal> work = input;
+  std::vector<TridiagonalProblem> problems;
+  for (auto& t : work) problems.push_back({t.diag.data(), t.off.data(), int64_t(t.diag.size())});
+  tridiagonal_eigenvalues(problems.data(), problems.size());
+  for (size_t i = 0; i < input.size(); ++i) {
+    const bool finite = std::none_of(input[i].off.begin(), input[i].off.end(), [](double v) { return std::isnan(v); });
+    ASSERT_EQ(problems[i].converged, finite) << "matrix " << i;
+    if (!finite || input[i].diag.empty()) continue;
+    std::vector<double> got = work[i].diag;
+    std::sort(got.begin(), got.end());
+    EXPECT_LT(relative_gap(got, dense_reference(input[i])), 1e-13) << "matrix " << i;
+  }
+}
+
+TEST(Tridiagonal, SmallGramEqualsTheSmallerProductForEveryShape) {
+  std::srand(9);
+  for (int rows = 1; rows <= 13; ++rows)
+    for (int cols = 1; cols <= 13; ++cols) {  // both orientations; 4q + 0..3 for the blocked and remainder parts
+      Eigen::MatrixXd storage = Eigen::MatrixXd::Random(rows + 5, cols);
+      const auto m = storage.topRows(rows);  // leading dimension rows + 5
+      const int k = std::min(rows, cols);
+      Eigen::MatrixXd g(k, k);
+      small_gram(m.data(), storage.rows(), rows, cols, g.data());
+      Eigen::MatrixXd want = rows <= cols ? Eigen::MatrixXd(m * m.transpose()) : Eigen::MatrixXd(m.transpose() * m);
+      EXPECT_LT((g - want).cwiseAbs().maxCoeff(), 1e-14) << rows << " x " << cols;
+    }
+}
+
 // Eigenvalues of a dense symmetric matrix through tridiagonalize_symmetric and then Eigen's dense solver on the
 // tridiagonal result (so that only the reduction is under test), or through both of spread's steps.
 Tridiagonal reduced(Eigen::MatrixXd a) {

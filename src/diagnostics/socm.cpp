@@ -8,6 +8,10 @@
 #include <Eigen/QR>
 #include <Eigen/SVD>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -52,42 +56,65 @@ MatrixXd thin_basis_t(const MatrixXd& f) {
   return basis_t;
 }
 
-struct Workspace {
+// One pair's Gram matrix and its tridiagonal form, kept until the QL of a whole grain of pairs is done.
+struct GramSlot {
   MatrixXd gram;
-  Eigen::VectorXd eigenvalues, off_diagonal, work;
-  int64_t svd_pairs = 0;
+  Eigen::VectorXd diag, off;
 };
 
-// The eigenvalues of ws.gram (filled in its lower triangle; destroyed) into ws.eigenvalues, in no order: Householder
-// tridiagonalization and root-free QL (tridiagonal.h), 3-4x faster than Eigen's solver, whose tridiagonal QR
-// dominated the pair loop. False where QL did not converge.
-bool gram_eigenvalues(Workspace& ws) {
-  const Index k = ws.gram.rows();
-  ws.gram.triangularView<Eigen::StrictlyUpper>() = ws.gram.transpose();
-  ws.eigenvalues.resize(k);
-  ws.off_diagonal.resize(std::max<Index>(k - 1, 1));
-  ws.work.resize(5 * k);
-  tridiagonalize_symmetric(ws.gram.data(), k, ws.eigenvalues.data(), ws.off_diagonal.data(), ws.work.data());
-  return tridiagonal_eigenvalues(ws.eigenvalues.data(), ws.off_diagonal.data(), k);
+struct Workspace {
+  std::vector<GramSlot> slots;
+  std::vector<TridiagonalProblem> problems;
+  Eigen::VectorXd work;
+  int64_t svd_pairs = 0;
+
+  GramSlot& slot(size_t i) {
+    if (slots.size() <= i) slots.resize(i + 1);
+    return slots[i];
+  }
+};
+
+// slot.gram = the smaller of M M^T and M^T M (both triangles).
+void fill_small_gram(const Eigen::Ref<const MatrixXd>& m, GramSlot& slot) {
+  const Index k = std::min(m.rows(), m.cols());
+  slot.gram.resize(k, k);
+  small_gram(m.data(), m.outerStride(), m.rows(), m.cols(), slot.gram.data());
 }
 
-// ||M||_* = sum of singular values of M (r1 x r2).
-double nuclear_norm(const Eigen::Ref<const MatrixXd>& m, SocmSolver solver, Workspace& ws) {
-  const Index k = std::min(m.rows(), m.cols());
-  if (k == 0) return 0.0;
-  if (solver == SocmSolver::kAuto) {
-    ws.gram.setZero(k, k);
-    if (m.rows() <= m.cols()) ws.gram.selfadjointView<Eigen::Lower>().rankUpdate(m);
-    else ws.gram.selfadjointView<Eigen::Lower>().rankUpdate(m.transpose());
-    if (gram_eigenvalues(ws)) {
-      const Eigen::VectorXd& ev = ws.eigenvalues;
-      const double largest = ev.maxCoeff();
-      if (largest <= 0) return 0.0;
-      if (ev.minCoeff() >= kGramCondition * largest) return ev.cwiseSqrt().sum();
-    }
+// The symmetric slot.gram (both triangles; destroyed) to tridiagonal form in slot.diag and slot.off, as a problem
+// for the root-free QL (tridiagonal.h). With it, 3-4x faster than Eigen's solver, whose tridiagonal QR dominated
+// the pair loop.
+TridiagonalProblem tridiagonal_problem(GramSlot& slot, Workspace& ws) {
+  const Index k = slot.gram.rows();
+  slot.diag.resize(k);
+  slot.off.resize(std::max<Index>(k - 1, 1));
+  ws.work.resize(5 * k);
+  tridiagonalize_symmetric(slot.gram.data(), k, slot.diag.data(), slot.off.data(), ws.work.data());
+  return {slot.diag.data(), slot.off.data(), k};
+}
+
+// ||M||_* (M r1 x r2) from the eigenvalues of its small Gram where they are accurate enough, from an SVD otherwise.
+double nuclear_norm_from(const TridiagonalProblem& eig, const Eigen::Ref<const MatrixXd>& m, Workspace& ws) {
+  if (std::min(m.rows(), m.cols()) == 0) return 0.0;
+  if (eig.converged) {
+    const Eigen::Map<const Eigen::VectorXd> ev(eig.diag, eig.n);
+    const double largest = ev.maxCoeff();
+    if (largest <= 0) return 0.0;
+    if (ev.minCoeff() >= kGramCondition * largest) return ev.cwiseSqrt().sum();
   }
   ++ws.svd_pairs;
   return Eigen::BDCSVD<MatrixXd>(m).singularValues().sum();
+}
+
+// ||M||_* = sum of singular values of M (r1 x r2), for one pair alone.
+double nuclear_norm(const Eigen::Ref<const MatrixXd>& m, SocmSolver solver, Workspace& ws) {
+  TridiagonalProblem eig{nullptr, nullptr, 0};  // not converged: the SVD
+  if (solver == SocmSolver::kAuto && std::min(m.rows(), m.cols()) > 0) {
+    fill_small_gram(m, ws.slot(0));
+    eig = tridiagonal_problem(ws.slot(0), ws);
+    tridiagonal_eigenvalues(&eig, 1);
+  }
+  return nuclear_norm_from(eig, m, ws);
 }
 
 // The reference code's tr sqrt(S Sigma2 S + eps I), S = (Sigma1 + eps I)^{1/2}, from M = Q1 Q2^T (r1 x r2).
@@ -97,28 +124,37 @@ double paper_trace_sqrt(const Eigen::Ref<const MatrixXd>& m, const MatrixXd& bas
   double sum = double(d - r2) * std::sqrt(eps);
   if (r2 == 0) return sum;
   auto fill_gram = [&] {
-    ws.gram.setZero(r2, r2);
-    if (m.rows() > 0) ws.gram.selfadjointView<Eigen::Lower>().rankUpdate(m.transpose());  // M^T M
-    ws.gram.selfadjointView<Eigen::Lower>().rankUpdate(basis2_t.transpose(), eps);         // + eps Q2 Q2^T
+    MatrixXd& gram = ws.slot(0).gram;
+    gram.setZero(r2, r2);
+    if (m.rows() > 0) gram.selfadjointView<Eigen::Lower>().rankUpdate(m.transpose());  // M^T M
+    gram.selfadjointView<Eigen::Lower>().rankUpdate(basis2_t.transpose(), eps);         // + eps Q2 Q2^T
+    gram.triangularView<Eigen::StrictlyUpper>() = gram.transpose();
   };
   fill_gram();
-  if (!gram_eigenvalues(ws)) {
+  TridiagonalProblem eig = tridiagonal_problem(ws.slot(0), ws);
+  tridiagonal_eigenvalues(&eig, 1);
+  Eigen::VectorXd ev = Eigen::Map<const Eigen::VectorXd>(eig.diag, r2);
+  if (!eig.converged) {
     fill_gram();
-    ws.eigenvalues = Eigen::SelfAdjointEigenSolver<MatrixXd>(ws.gram, Eigen::EigenvaluesOnly).eigenvalues();
+    ev = Eigen::SelfAdjointEigenSolver<MatrixXd>(ws.slot(0).gram, Eigen::EigenvaluesOnly).eigenvalues();
   }
-  for (Index i = 0; i < r2; ++i) sum += std::sqrt(std::max(ws.eigenvalues(i), 0.0) + eps);
+  for (Index i = 0; i < r2; ++i) sum += std::sqrt(std::max(ev(i), 0.0) + eps);
   return sum;
+}
+
+// The pair's values from its tr((Sigma1^1/2 Sigma2 Sigma1^1/2)^1/2).
+SocmPair pair_from_trace_sqrt(const SocmText& a, const SocmText& b, double trace_sqrt) {
+  SocmPair p;
+  p.d_mu = (a.mean - b.mean).squaredNorm() / 4.0;
+  p.d_sigma = std::max(0.0, a.trace + b.trace - 2.0 * trace_sqrt) / 4.0;
+  p.socm = socm_value(p.d_mu, p.d_sigma);
+  return p;
 }
 
 SocmPair pair_from_cross(const SocmText& a, const SocmText& b, const Eigen::Ref<const MatrixXd>& m,
                          const SocmOptions& opt, Workspace& ws) {
-  SocmPair p;
-  p.d_mu = (a.mean - b.mean).squaredNorm() / 4.0;
-  const double t = opt.paper_compatible ? paper_trace_sqrt(m, b.basis_t, opt.paper_eps, ws)
-                                        : nuclear_norm(m, opt.solver, ws);
-  p.d_sigma = std::max(0.0, a.trace + b.trace - 2.0 * t) / 4.0;
-  p.socm = socm_value(p.d_mu, p.d_sigma);
-  return p;
+  return pair_from_trace_sqrt(a, b, opt.paper_compatible ? paper_trace_sqrt(m, b.basis_t, opt.paper_eps, ws)
+                                                         : nuclear_norm(m, opt.solver, ws));
 }
 
 // Unbiased draw in [0, n) from mt19937_64 (std::uniform_int_distribution differs between standard libraries).
@@ -234,32 +270,68 @@ struct PairContext {
   std::vector<SocmPair>& out;
 };
 
+Eigen::Block<const MatrixXd> cross_block(const PairContext& ctx, const MatrixXd& cross, const PairTask& task) {
+  const auto [i, j] = ctx.pairs[task.pair];
+  return cross.block(task.row, task.col, ctx.texts[i].basis_t.cols(), ctx.texts[j].basis_t.cols());
+}
+
+// The default solver over a grain of pairs: all their Grams to tridiagonal form first, so that QL can take them two
+// at a time (tridiagonal.h), then each pair's value (or its SVD, where the eigenvalues are not accurate enough).
+void evaluate_grain(const PairContext& ctx, const MatrixXd& cross, const PairTask* tasks, size_t count,
+                    Workspace& ws) {
+  ws.problems.clear();
+  ws.slot(count - 1);  // all slots first: the problems point into them
+  for (size_t t = 0; t < count; ++t) {
+    GramSlot& slot = ws.slots[t];
+    fill_small_gram(cross_block(ctx, cross, tasks[t]), slot);
+    ws.problems.push_back(tridiagonal_problem(slot, ws));
+  }
+  tridiagonal_eigenvalues(ws.problems.data(), ws.problems.size());
+  for (size_t t = 0; t < count; ++t) {
+    const auto [i, j] = ctx.pairs[tasks[t].pair];
+    ctx.out[tasks[t].pair] = pair_from_trace_sqrt(
+        ctx.texts[i], ctx.texts[j], nuclear_norm_from(ws.problems[t], cross_block(ctx, cross, tasks[t]), ws));
+  }
+}
+
 // The d-independent part, each pair from its block of `cross`, spread over the workspaces' threads. Every pair's
 // value depends on its block alone, so the result does not depend on the thread count.
 void evaluate_pairs(const PairContext& ctx, const MatrixXd& cross, const std::vector<PairTask>& tasks) {
   std::atomic<size_t> next{0};
   std::exception_ptr failure;
   std::mutex failure_mutex;
+  const bool batched = ctx.opt.solver == SocmSolver::kAuto && !ctx.opt.paper_compatible;
   auto worker = [&](Workspace& ws) {
     try {
       constexpr size_t kGrain = 16;
-      for (size_t b; (b = next.fetch_add(kGrain)) < tasks.size();)
-        for (size_t t = b; t < std::min(b + kGrain, tasks.size()); ++t) {
-          const auto [i, j] = ctx.pairs[tasks[t].pair];
-          const SocmText &a = ctx.texts[i], &bt = ctx.texts[j];
-          ctx.out[tasks[t].pair] = pair_from_cross(
-              a, bt, cross.block(tasks[t].row, tasks[t].col, a.basis_t.cols(), bt.basis_t.cols()), ctx.opt, ws);
+      for (size_t b; (b = next.fetch_add(kGrain)) < tasks.size();) {
+        const size_t e = std::min(b + kGrain, tasks.size());
+        if (batched) {
+          evaluate_grain(ctx, cross, tasks.data() + b, e - b, ws);
+          continue;
         }
+        for (size_t t = b; t < e; ++t)
+          ctx.out[tasks[t].pair] = pair_from_cross(ctx.texts[ctx.pairs[tasks[t].pair].first],
+                                                   ctx.texts[ctx.pairs[tasks[t].pair].second],
+                                                   cross_block(ctx, cross, tasks[t]), ctx.opt, ws);
+      }
     } catch (...) {
       std::lock_guard<std::mutex> lock(failure_mutex);
       if (!failure) failure = std::current_exception();
     }
   };
   const size_t threads = std::max<size_t>(1, std::min(ctx.workspaces.size(), (tasks.size() + 15) / 16));
+#ifdef _OPENMP
+  // The OpenMP team that the BLAS's GEMM of the next chunk reuses: with threads of our own, its idle team spun on
+  // the cores while they worked (a sixth of a core, measured; it is libgomp's wait policy).
+#pragma omp parallel num_threads(int(threads))
+  worker(ctx.workspaces[size_t(omp_get_thread_num())]);
+#else
   std::vector<std::thread> pool;
   for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker, std::ref(ctx.workspaces[t]));
   worker(ctx.workspaces[0]);
   for (auto& th : pool) th.join();
+#endif
   if (failure) std::rethrow_exception(failure);
 }
 

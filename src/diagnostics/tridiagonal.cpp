@@ -35,11 +35,23 @@ double shift_at(const double* d, const double* e2, int64_t l) {
   return d[l] - root_e / (g + std::copysign(std::sqrt(g * g + 1.0), g));
 }
 
-// One implicit QL sweep with shift sigma over rows [l, m]. In the textbook form each step divides by r and then
-// by c; here c = p / r and p' = gamma^2 / c = w^2 / (r p) use 1/r and 1/p, which do not wait on each other.
-void ql_sweep(double* d, double* e2, int64_t l, int64_t m, double sigma) {
-  double c = 1, s = 0, gamma = d[m] - sigma, p = gamma * gamma;
-  for (int64_t i = m - 1; i >= l; --i) {
+// One implicit QL sweep with shift sigma over rows [l, m], a step at a time so that two sweeps of independent
+// matrices can run side by side: each step waits on a division, and a second chain fills that wait. In the textbook
+// form each step divides by r and then by c; here c = p / r and p' = gamma^2 / c = w^2 / (r p) use 1/r and 1/p,
+// which do not wait on each other.
+struct Sweep {
+  double* d;
+  double* e2;
+  int64_t l, m, i;  // rows [l, m], next step at row i (down to l)
+  double sigma, c, s, gamma, p;
+
+  Sweep() : d(nullptr), e2(nullptr), l(0), m(0), i(-1), sigma(0), c(1), s(0), gamma(0), p(0) {}
+  Sweep(double* d_, double* e2_, int64_t l_, int64_t m_, double sigma_)
+      : d(d_), e2(e2_), l(l_), m(m_), i(m_ - 1), sigma(sigma_), c(1), s(0), gamma(d_[m_] - sigma_) {
+    p = gamma * gamma;
+  }
+  bool running() const { return i >= l; }
+  void step() {
     const double bb = e2[i], r = p + bb;  // r > 0: bb > 0 inside an unreduced block, p >= 0
     if (i != m - 1) e2[i + 1] = s * r;
     const double alpha = d[i], previous_gamma = gamma, previous_c = c;
@@ -50,33 +62,116 @@ void ql_sweep(double* d, double* e2, int64_t l, int64_t m, double sigma) {
     gamma = w * inv_r;
     d[i + 1] = previous_gamma + (alpha - gamma);
     p = p != 0 ? (inv_r * inv_p) * (w * w) : previous_c * bb;
+    --i;
   }
-  e2[l] = s * p;
-  d[l] = sigma + gamma;
-}
+  void finish() {
+    e2[l] = s * p;
+    d[l] = sigma + gamma;
+  }
+};
 
-// All eigenvalues of the n x n block (squared off-diagonals in e2), deflating at the top; `budget` counts sweeps.
-bool ql_block(double* d, double* e2, int64_t n, int64_t& budget) {
-  for (int64_t l = 0; l < n;) {
-    int64_t m = l;
-    while (m + 1 < n && std::abs(e2[m]) > kEps2 * std::abs(d[m] * d[m + 1])) ++m;
-    if (m + 1 < n) e2[m] = 0;
-    if (m == l) {
-      ++l;
-    } else if (m == l + 1) {
-      eigenvalues_2x2(d[l], std::sqrt(e2[l]), d[l + 1], d[l], d[l + 1]);
-      e2[l] = 0;
-      l += 2;
-    } else {
-      if (budget-- == 0) return false;
-      ql_sweep(d, e2, l, m, shift_at(d, e2, l));
+// One matrix on its way through QL: rows before `l` have converged; [l, end] is the current unreduced block.
+struct Problem {
+  TridiagonalProblem* out = nullptr;
+  double* d = nullptr;
+  double* e2 = nullptr;  // squared off-diagonals
+  int64_t n = 0, l = 0, end = -1, budget = 0;
+  double up = 1;  // the power of two that undoes the scaling
+
+  bool unreduced(int64_t i) const { return e2[i] > kEps2 * std::abs(d[i] * d[i + 1]); }
+
+  // Deflates converged rows and 2 x 2 blocks up to the next sweep, which it writes to *sweep; false when the matrix
+  // is done (out->converged says whether it converged).
+  bool next_sweep(Sweep* sweep) {
+    for (;;) {
+      if (l > end) {  // the next unreduced block; QL converges from the top, so it starts at the smaller end
+        if (l >= n) return false;
+        end = l;
+        while (end + 1 < n && unreduced(end)) ++end;
+        if (std::abs(d[end]) < std::abs(d[l])) {
+          std::reverse(d + l, d + end + 1);
+          std::reverse(e2 + l, e2 + end);
+        }
+        continue;
+      }
+      int64_t m = l;
+      while (m < end && unreduced(m)) ++m;
+      if (m < end) e2[m] = 0;
+      if (m == l) {
+        ++l;
+      } else if (m == l + 1) {
+        eigenvalues_2x2(d[l], std::sqrt(e2[l]), d[l + 1], d[l], d[l + 1]);
+        e2[l] = 0;
+        l += 2;
+      } else {
+        if (budget-- == 0) {
+          out->converged = false;
+          return false;
+        }
+        *sweep = Sweep(d, e2, l, m, shift_at(d, e2, l));
+        return true;
+      }
     }
   }
+};
+
+// Checks, scales (by a power of two, exact, into [0.5, 1), so that the squares neither overflow nor underflow) and
+// squares the off-diagonals. False when there is nothing to iterate (n <= 1, all zero, or not finite).
+bool start_problem(TridiagonalProblem& t, Problem& p) {
+  t.converged = true;
+  p = Problem{};
+  p.out = &t;
+  double largest = 0;
+  for (int64_t i = 0; i < 2 * t.n - 1; ++i) {
+    const double v = i < t.n ? t.diag[i] : t.off[i - t.n];
+    if (!std::isfinite(v)) {
+      t.converged = false;
+      return false;
+    }
+    largest = std::max(largest, std::abs(v));
+  }
+  if (t.n <= 1 || largest == 0) return false;
+  int exponent = 0;
+  std::frexp(largest, &exponent);
+  const double down = std::ldexp(1.0, -exponent);
+  for (int64_t i = 0; i < t.n; ++i) t.diag[i] *= down;
+  for (int64_t i = 0; i + 1 < t.n; ++i) t.off[i] = (t.off[i] * down) * (t.off[i] * down);
+  p.d = t.diag;
+  p.e2 = t.off;
+  p.n = t.n;
+  p.budget = 30 * t.n;
+  p.up = std::ldexp(1.0, exponent);
   return true;
 }
 
+void finish_problem(Problem& p) {
+  if (p.out && p.out->converged)
+    for (int64_t i = 0; i < p.n; ++i) p.d[i] *= p.up;
+}
+
+// A slot holds one matrix and its pending sweep; load() moves on to the next matrix that needs a sweep.
+struct Slot {
+  Problem problem;
+  Sweep sweep;
+  bool active = false;
+
+  void load(TridiagonalProblem* problems, size_t count, size_t& next) {
+    active = false;
+    while (!active && next < count) {
+      if (start_problem(problems[next++], problem)) active = problem.next_sweep(&sweep);
+      if (!active) finish_problem(problem);
+    }
+  }
+  void advance(TridiagonalProblem* problems, size_t count, size_t& next) {
+    sweep.finish();
+    if (problem.next_sweep(&sweep)) return;
+    finish_problem(problem);
+    load(problems, count, next);
+  }
+};
+
 // x . y with four partial sums (a single one would keep the loop waiting on each addition).
-double dot(const double* x, const double* y, int64_t m) {
+SPREAD_INLINE_INTO_CLONES double dot(const double* x, const double* y, int64_t m) {
   double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   int64_t i = 0;
   for (; i + 4 <= m; i += 4) {
@@ -94,7 +189,7 @@ struct Reflector {
 };
 
 // H = I - tau u u^T with u[0] = 1 and H x = beta e_1, for x of length m; u[0..m) is written.
-Reflector make_reflector(const double* x, int64_t m, double* u) {
+SPREAD_INLINE_INTO_CLONES Reflector make_reflector(const double* x, int64_t m, double* u) {
   const double alpha = x[0], sigma = m > 1 ? dot(x + 1, x + 1, m - 1) : 0.0;
   u[0] = 1;
   if (sigma == 0) {  // already e_1-shaped: no reflection
@@ -108,7 +203,7 @@ Reflector make_reflector(const double* x, int64_t m, double* u) {
 }
 
 // p[r] = tau * sum_c a(r, c) u[c] over rows and columns [from, n).
-void scaled_product(const double* a, int64_t n, int64_t from, const double* u, double tau, double* p) {
+SPREAD_INLINE_INTO_CLONES void scaled_product(const double* a, int64_t n, int64_t from, const double* u, double tau, double* p) {
   std::fill(p + from, p + n, 0.0);
   for (int64_t c = from; c < n; ++c) {
     const double uc = u[c] * tau;
@@ -118,6 +213,68 @@ void scaled_product(const double* a, int64_t n, int64_t from, const double* u, d
 }
 
 }  // namespace
+
+namespace {
+
+// G = M M^T (M k x t): rank-one updates of the lower triangle, four columns of M per pass over it.
+SPREAD_INLINE_INTO_CLONES void outer_gram(const double* m, int64_t ld, int64_t k, int64_t t, double* g) {
+  std::fill(g, g + k * k, 0.0);
+  int64_t c = 0;
+  for (; c + 4 <= t; c += 4) {
+    const double *m0 = m + c * ld, *m1 = m0 + ld, *m2 = m1 + ld, *m3 = m2 + ld;
+    for (int64_t j = 0; j < k; ++j) {
+      const double a0 = m0[j], a1 = m1[j], a2 = m2[j], a3 = m3[j];
+      double* gj = g + j * k;
+      for (int64_t i = j; i < k; ++i) gj[i] += (m0[i] * a0 + m1[i] * a1) + (m2[i] * a2 + m3[i] * a3);
+    }
+  }
+  for (; c < t; ++c) {
+    const double* m0 = m + c * ld;
+    for (int64_t j = 0; j < k; ++j) {
+      const double a0 = m0[j];
+      double* gj = g + j * k;
+      for (int64_t i = j; i < k; ++i) gj[i] += m0[i] * a0;
+    }
+  }
+}
+
+// G = M^T M (M t x k): dot products of M's columns, four of them against one column per pass, lower triangle.
+SPREAD_INLINE_INTO_CLONES void inner_gram(const double* m, int64_t ld, int64_t t, int64_t k, double* g) {
+  for (int64_t j = 0; j < k; ++j) {
+    const double* mj = m + j * ld;
+    double* gj = g + j * k;
+    int64_t i = j;
+    for (; i + 4 <= k; i += 4) {
+      const double *m0 = m + i * ld, *m1 = m0 + ld, *m2 = m1 + ld, *m3 = m2 + ld;
+      double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+      for (int64_t r = 0; r < t; ++r) {
+        s0 += m0[r] * mj[r];
+        s1 += m1[r] * mj[r];
+        s2 += m2[r] * mj[r];
+        s3 += m3[r] * mj[r];
+      }
+      gj[i] = s0, gj[i + 1] = s1, gj[i + 2] = s2, gj[i + 3] = s3;
+    }
+    for (; i < k; ++i) {
+      const double* mi = m + i * ld;
+      double s0 = 0;
+#pragma omp simd reduction(+ : s0)
+      for (int64_t r = 0; r < t; ++r) s0 += mi[r] * mj[r];
+      gj[i] = s0;
+    }
+  }
+}
+
+}  // namespace
+
+SPREAD_VECTOR_CLONES void small_gram(const double* m, int64_t ld, int64_t rows, int64_t cols, double* g) {
+  const int64_t k = std::min(rows, cols);
+  if (rows <= cols) outer_gram(m, ld, rows, cols, g);
+  else inner_gram(m, ld, rows, cols, g);
+  for (int64_t j = 0; j < k; ++j)  // the upper triangle from the lower
+    for (int64_t i = j + 1; i < k; ++i) g[i * k + j] = g[j * k + i];
+}
 
 // Step j reflects rows and columns [j + 1, n): with p = tau A u and w = p - (tau / 2)(p . u) u, the trailing square
 // becomes A - u w^T - w u^T. Column j + 1 is updated first, since the next reflector comes from it; the rest of the
@@ -158,38 +315,30 @@ SPREAD_VECTOR_CLONES void tridiagonalize_symmetric(double* a, int64_t n, double*
   diag[n - 1] = at(n - 1, n - 1);
 }
 
-bool tridiagonal_eigenvalues(double* diag, double* off, int64_t n) {
-  if (n <= 1) return n == 0 || std::isfinite(diag[0]);
-  double largest = 0;
-  for (int64_t i = 0; i < 2 * n - 1; ++i) {
-    const double v = i < n ? diag[i] : off[i - n];
-    if (!std::isfinite(v)) return false;
-    largest = std::max(largest, std::abs(v));
-  }
-  if (largest == 0) return true;
-  // Scale by a power of two (exact) into [0.5, 1), so that the squared off-diagonals neither overflow nor underflow.
-  int exponent = 0;
-  std::frexp(largest, &exponent);
-  const double down = std::ldexp(1.0, -exponent), up = std::ldexp(1.0, exponent);
-  for (int64_t i = 0; i < n; ++i) diag[i] *= down;
-  for (int64_t i = 0; i + 1 < n; ++i) off[i] = (off[i] * down) * (off[i] * down);
-
-  int64_t budget = 30 * n;
-  for (int64_t start = 0; start < n;) {
-    int64_t end = start;  // the unreduced block [start, end]
-    while (end + 1 < n && off[end] > kEps2 * std::abs(diag[end] * diag[end + 1])) ++end;
-    if (end > start) {
-      // QL converges from the top: start it at the end of smaller magnitude, as dsterf does.
-      if (std::abs(diag[end]) < std::abs(diag[start])) {
-        std::reverse(diag + start, diag + end + 1);
-        std::reverse(off + start, off + end);
-      }
-      if (!ql_block(diag + start, off + start, end - start + 1, budget)) return false;
+void tridiagonal_eigenvalues(TridiagonalProblem* problems, size_t count) {
+  size_t next = 0;
+  Slot a, b;
+  a.load(problems, count, next);
+  b.load(problems, count, next);
+  while (a.active && b.active) {
+    while (a.sweep.running() && b.sweep.running()) {
+      a.sweep.step();
+      b.sweep.step();
     }
-    start = end + 1;
+    if (!a.sweep.running()) a.advance(problems, count, next);
+    if (!b.sweep.running()) b.advance(problems, count, next);
   }
-  for (int64_t i = 0; i < n; ++i) diag[i] *= up;
-  return true;
+  for (Slot* slot : {&a, &b})  // the last matrix, alone
+    while (slot->active) {
+      while (slot->sweep.running()) slot->sweep.step();
+      slot->advance(problems, count, next);
+    }
+}
+
+bool tridiagonal_eigenvalues(double* diag, double* off, int64_t n) {
+  TridiagonalProblem one{diag, off, n};
+  tridiagonal_eigenvalues(&one, 1);
+  return one.converged;
 }
 
 }  // namespace spread

@@ -9,3 +9,11 @@
 #else
 #define SPREAD_VECTOR_CLONES
 #endif
+
+// SPREAD_INLINE_INTO_CLONES: a helper of a SPREAD_VECTOR_CLONES function, inlined into each clone so that it is
+// compiled for that clone's target too (a helper left out of line runs at the baseline's vector width).
+#if defined(__GNUC__)
+#define SPREAD_INLINE_INTO_CLONES __attribute__((always_inline)) inline
+#else
+#define SPREAD_INLINE_INTO_CLONES inline
+#endif
