@@ -16,6 +16,7 @@
 
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/model_folder.h"
 
 namespace spread {
 namespace {
@@ -446,10 +447,7 @@ void validate_tokenizer(const Recipe& r) {
 // train.init_from names a model folder that is not a spread export (train/setup.h, adopt_model_folder): the folder
 // gives [model] (its shape, causality) after parsing, and the checks that read the shape run there instead.
 bool shape_from_model_folder(const Recipe& r) {
-  if (r.train.init_from.empty()) return false;
-  const std::filesystem::path d = r.train.init_from;
-  return (std::filesystem::exists(d / "config.json") || std::filesystem::exists(d / "modules.json")) &&
-         !std::filesystem::exists(d / "recipe.toml") && !std::filesystem::exists(d / "spread_tokenizer.json");
+  return !r.train.init_from.empty() && is_foreign_model_folder(r.train.init_from);
 }
 
 // Which data, model and losses each objective can use.

@@ -203,7 +203,8 @@ SPREAD_INLINE_INTO_CLONES Reflector make_reflector(const double* x, int64_t m, d
 }
 
 // p[r] = tau * sum_c a(r, c) u[c] over rows and columns [from, n).
-SPREAD_INLINE_INTO_CLONES void scaled_product(const double* a, int64_t n, int64_t from, const double* u, double tau, double* p) {
+SPREAD_INLINE_INTO_CLONES void scaled_product(const double* a, int64_t n, int64_t from, const double* u, double tau,
+                                              double* p) {
   std::fill(p + from, p + n, 0.0);
   for (int64_t c = from; c < n; ++c) {
     const double uc = u[c] * tau;

@@ -378,12 +378,6 @@ StModules read_sentence_modules(const std::string& dir) {
 
 }  // namespace
 
-bool is_model_folder(const std::string& dir) {
-  const fs::path d = dir;
-  return fs::is_directory(d) && !fs::exists(d / "recipe.toml") &&
-         (fs::exists(d / "config.json") || fs::exists(d / "modules.json"));
-}
-
 HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
   if (!fs::is_directory(dir)) throw user_error(dir, 0, "", "is not a folder", "give a Hugging Face model folder");
   HfModelFolder folder;

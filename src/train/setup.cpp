@@ -82,7 +82,7 @@ void check_against_folder_shape(const Recipe& r) {
 
 Recipe adopt_model_folder(const Recipe& recipe) {
   const std::string& from = recipe.train.init_from;
-  if (from.empty() || !is_model_folder(from) || fs::exists(fs::path(from) / "spread_tokenizer.json")) return recipe;
+  if (from.empty() || !is_foreign_model_folder(from)) return recipe;
   const Recipe implied = recipe_of_model_folder(read_hf_model_folder(from, /*with_weights=*/false));
   Recipe r = recipe;
   const ModelConfig d;
@@ -187,7 +187,7 @@ std::string recorded_kind(const std::string& meta_path) {
 void copy_tokenizer_files(const Recipe& recipe, const std::string& run_dir) {
   const fs::path from = recipe.train.init_from;
   // Another model folder's tokenizer is the recipe's kind "hf" one (adopt_model_folder): nothing to copy.
-  if (is_model_folder(from.string()) && !fs::exists(from / "spread_tokenizer.json")) return;
+  if (is_foreign_model_folder(from.string())) return;
   if (is_hf_model_dir(from.string())) {
     // A spread export keeps the run's record as spread_tokenizer.json (tokenizer.json is Hugging Face's name).
     if (!fs::exists(from / "spread_tokenizer.json")) return;

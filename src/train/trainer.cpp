@@ -246,7 +246,7 @@ void open_run(Run& run, TrainStart start, const std::function<void(const std::st
 // folder (a `spread export` of an LM, or any GPT-2 of this shape).
 void init_from_run(Run& run) {
   const std::string& from = run.recipe.train.init_from;
-  if (is_model_folder(from) && !fs::exists(fs::path(from) / "spread_tokenizer.json")) {
+  if (is_foreign_model_folder(from)) {
     const HfModelFolder folder = read_hf_model_folder(from);
     load_model_weights(run.model, folder.weights, folder.model_dir, MissingHead::KeepInitial);
     say(fmt::format("init_from: model weights of the {} folder {}{}", folder.architecture, from,

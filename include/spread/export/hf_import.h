@@ -25,6 +25,7 @@
 #include "spread/config/recipe.h"
 #include "spread/export/safetensors.h"
 #include "spread/model/transformer.h"
+#include "spread/util/model_folder.h"
 
 namespace spread {
 
@@ -54,10 +55,6 @@ struct HfModelFolder {
   std::optional<SentenceTransformersModules> sentence;  // a sentence-transformers folder
   std::optional<ColbertModules> colbert;                // a PyLate ColBERT folder (then no `sentence`)
 };
-
-// Whether `dir` looks like a model folder (config.json, or modules.json, and no recipe.toml): a run is always read
-// as a run.
-bool is_model_folder(const std::string& dir);
 
 // Reads the folder (UserError for anything it cannot load exactly); with_weights = false reads the configuration
 // only (weights stays empty), for a recipe that needs the shape before the model exists.
