@@ -82,7 +82,7 @@ void fill_small_gram(const Eigen::Ref<const MatrixXd>& m, GramSlot& slot) {
 }
 
 // The symmetric slot.gram (both triangles; destroyed) to tridiagonal form in slot.diag and slot.off, as a problem
-// for the root-free QL (tridiagonal.h). With it, 3-4x faster than Eigen's solver, whose tridiagonal QR dominated
+// for the root-free QL (tridiagonal.h). With it, about 3x faster than Eigen's solver, whose tridiagonal QR dominated
 // the pair loop.
 TridiagonalProblem tridiagonal_problem(GramSlot& slot, Workspace& ws) {
   const Index k = slot.gram.rows();
