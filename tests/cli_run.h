@@ -1,12 +1,13 @@
 #pragma once
 #include "test_paths.h"
-// Running the built spread binary from a test (SPREAD_BINARY): exit code and combined output, a fresh
+// Running the built spread binary from a test (SPREAD_BINARY, or another: spread_under_test): exit code and combined output, a fresh
 // temporary directory per test, and the values a run logged under one key.
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -20,8 +21,15 @@ struct CliResult {
   std::string output;  // stdout and stderr together
 };
 
+// The program under test: the one built with the tests, or $SPREAD_TEST_BINARY when set (an older build, to see
+// the tests of a fix fail before it).
+inline std::string spread_under_test() {
+  const char* other = std::getenv("SPREAD_TEST_BINARY");
+  return other != nullptr && *other != '\0' ? other : SPREAD_BINARY;
+}
+
 inline CliResult run_spread(const std::string& args) {
-  const std::string cmd = std::string(SPREAD_BINARY) + " " + args + " 2>&1";
+  const std::string cmd = spread_under_test() + " " + args + " 2>&1";
   CliResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf{};

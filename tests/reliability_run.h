@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli_run.h"
 #include "spread/log/metrics_log.h"
 #include "spread/train/checkpoint.h"
 
@@ -43,12 +44,7 @@ inline Result shell(const std::string& command) {
   return r;
 }
 
-// The binary built with the tests, or $SPREAD_TEST_BINARY when set: the same tests then check another build (an
-// older one, to see a test fail before its fix).
-inline std::string spread_binary() {
-  const char* other = std::getenv("SPREAD_TEST_BINARY");
-  return other != nullptr && *other != '\0' ? other : SPREAD_BINARY;
-}
+inline std::string spread_binary() { return spread_under_test(); }
 
 // SPREAD_BLAS_AUTO=0: no re-execution for the BLAS core, which halves the start of each of the many short
 // processes here (speed is not under test).

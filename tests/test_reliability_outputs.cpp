@@ -32,7 +32,7 @@ const std::string kBeir = std::string(SPREAD_TEST_DATA_DIR) + "/beir_tiny";
 
 // `spread ARGS` through sh after `setup` (a trap or a ulimit), so that a test can make writes fail.
 CliResult shell_spread(const std::string& setup, const std::string& args) {
-  const std::string cmd = setup + "; SPREAD_BLAS_AUTO=0 " + std::string(SPREAD_BINARY) + " " + args + " 2>&1";
+  const std::string cmd = setup + "; SPREAD_BLAS_AUTO=0 " + spread::testing::spread_under_test() + " " + args + " 2>&1";
   CliResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf{};
