@@ -213,10 +213,6 @@ SPREAD_INLINE_INTO_CLONES void scaled_product(const double* a, int64_t n, int64_
   }
 }
 
-}  // namespace
-
-namespace {
-
 // G = M M^T (M k x t): rank-one updates of the lower triangle, four columns of M per pass over it.
 SPREAD_INLINE_INTO_CLONES void outer_gram(const double* m, int64_t ld, int64_t k, int64_t t, double* g) {
   std::fill(g, g + k * k, 0.0);
