@@ -9,7 +9,8 @@ spread's import of such folders (transformers 5.3, sentence-transformers 5.3, Py
     hf_model_ref.py pylate MODEL_DIR QUERIES_FILE DOCS_FILE OUT.json
     hf_model_ref.py --jobs JOBS.txt    # one command above a line (split with shlex), all in one Python process
 
-make KIND: bert (BertModel with its pooler), bert-mlm (BertForMaskedLM), gpt2 (GPT2LMHeadModel), st (a
+make KIND: bert (BertModel with its pooler), bert-mlm (BertForMaskedLM), megatron-bert (MegatronBertModel: the
+pre-LayerNorm BERT, the layout of spread's encoder exports), gpt2 (GPT2LMHeadModel), st (a
 sentence-transformers folder: Transformer around a `bert` model, Pooling, optional Normalize), pylate (a PyLate
 ColBERT built from a `bert` model: Transformer, then 1_Dense projecting to --dim, no bias). Options: --seed (0)
 --layers (2) --heads (2) --width (32) --intermediate (4*width) --eps (1e-12 bert, 1e-5 gpt2) --act (gelu /
@@ -91,7 +92,8 @@ def randomise(model, seed):
 
 def build_hf(kind, tok, a):
     import torch
-    from transformers import BertConfig, BertForMaskedLM, BertModel, GPT2Config, GPT2LMHeadModel
+    from transformers import (BertConfig, BertForMaskedLM, BertModel, GPT2Config, GPT2LMHeadModel, MegatronBertConfig,
+                              MegatronBertModel)
     torch.manual_seed(a.seed)
     if kind == "gpt2":
         cfg = GPT2Config(vocab_size=len(tok), n_embd=a.width, n_layer=a.layers, n_head=a.heads,
@@ -100,12 +102,13 @@ def build_hf(kind, tok, a):
                          bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
         model = GPT2LMHeadModel(cfg)
     else:
-        cfg = BertConfig(vocab_size=len(tok), hidden_size=a.width, num_hidden_layers=a.layers,
-                         num_attention_heads=a.heads, intermediate_size=a.intermediate or 4 * a.width,
-                         hidden_act=a.act or "gelu", layer_norm_eps=1e-12 if a.eps is None else a.eps,
-                         max_position_embeddings=a.max_position, type_vocab_size=a.type_vocab,
-                         pad_token_id=tok.pad_token_id)
-        model = BertForMaskedLM(cfg) if kind == "bert-mlm" else BertModel(cfg)
+        config_class = MegatronBertConfig if kind == "megatron-bert" else BertConfig
+        cfg = config_class(vocab_size=len(tok), hidden_size=a.width, num_hidden_layers=a.layers,
+                           num_attention_heads=a.heads, intermediate_size=a.intermediate or 4 * a.width,
+                           hidden_act=a.act or "gelu", layer_norm_eps=1e-12 if a.eps is None else a.eps,
+                           max_position_embeddings=a.max_position, type_vocab_size=a.type_vocab,
+                           pad_token_id=tok.pad_token_id)
+        model = {"bert-mlm": BertForMaskedLM, "megatron-bert": MegatronBertModel}.get(kind, BertModel)(cfg)
     randomise(model, a.seed)
     return model.to(getattr(torch, a.dtype)).eval()
 
@@ -164,7 +167,7 @@ def make(a):
         raise SystemExit("make: --prefix is for bert")
     os.makedirs(out_dir, exist_ok=True)
     tok = load_tokenizer(kind, a.tokenizer)
-    if kind in ("bert", "bert-mlm", "gpt2"):
+    if kind in ("bert", "bert-mlm", "megatron-bert", "gpt2"):
         save_hf(build_hf(kind, tok, a), out_dir, a)
         save_tokenizer(tok, out_dir)
     else:
@@ -289,7 +292,7 @@ def parser():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     m = sub.add_parser("make")
-    m.add_argument("kind", choices=("bert", "bert-mlm", "gpt2", "st", "pylate"))
+    m.add_argument("kind", choices=("bert", "bert-mlm", "megatron-bert", "gpt2", "st", "pylate"))
     m.add_argument("out_dir")
     m.add_argument("--tokenizer", required=True)
     for name, default in (("seed", 0), ("layers", 2), ("heads", 2), ("width", 32), ("intermediate", None),

@@ -1,6 +1,7 @@
 // spread export: the safetensors unit against a file written byte by byte from the specification, rejection of
 // damaged files, the GPT-2 / MegatronBert name maps, the CLI's promises (byte-identical, refusals with exit 2),
-// init_from of an export, and an independent forward pass (scripts/check_export.py, from HF's modeling code).
+// init_from of an export, and the export loaded by the real libraries (scripts/check_export.py: transformers,
+// sentence-transformers, PyLate) giving spread's outputs.
 #include <gtest/gtest.h>
 #include "test_paths.h"
 #include <torch/torch.h>
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <set>
 
@@ -121,7 +123,7 @@ void randomize_latest_checkpoint(const std::string& run_dir) {
   spread::save_checkpoint(run_dir, ckpt, 10);
 }
 
-// [B, T] token ids as a float64 .npy (exact for ids), -1 = padding, as scripts/check_export.py reads them.
+// [B, T] token ids as a float64 .npy (exact for ids), as scripts/check_export.py reads them.
 void write_ids(const fs::path& path, const torch::Tensor& ids) {
   auto d = ids.to(torch::kDouble).contiguous();
   Eigen::MatrixXd m = Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
@@ -129,14 +131,31 @@ void write_ids(const fs::path& path, const torch::Tensor& ids) {
   spread::write_npy_matrix(path.string(), m);
 }
 
-// scripts/check_export.py with the system's Python (python3-torch, python3-numpy: scripts/install_deps.sh);
-// `extra` adds its ColBERT options.
-int run_python_check(const fs::path& export_dir, const fs::path& ids, const fs::path& expect,
-                     const std::string& extra = "") {
+// scripts/check_export.py: the real libraries (transformers, sentence-transformers, PyLate; tests/python_env.h) load
+// the export and compare their outputs with spread's. `args` names the inputs and spread's outputs (see the script).
+// Returns its exit code, or -1 with the reason in *why_not when the reference environment is not there.
+int run_export_check(const fs::path& export_dir, const std::string& args, std::string* why_not) {
+  const std::string python = reference_python({"transformers", "sentence_transformers", "pylate"}, why_not);
+  if (python.empty()) return -1;
   const std::string script = std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts/check_export.py";
-  const std::string cmd = "/usr/bin/python3 " + script + " --export " + export_dir.string() + " --ids " +
-                          ids.string() + " --expect " + expect.string() + extra;
+  const std::string cmd = "'" + python + "' " + script + " --export " + export_dir.string() + " " + args;
   return std::system(cmd.c_str());
+}
+
+// The check's verdict on spread's outputs as they are, then on the same outputs with one number moved by 1e-4 (by
+// `perturb`, which writes them again): the first must pass and the second fail, or the check judges nothing.
+void expect_export_check(const fs::path& export_dir, const std::string& args, const std::function<void()>& perturb) {
+  std::string why_not;
+  const int code = run_export_check(export_dir, args, &why_not);
+  if (code == -1) GTEST_SKIP() << "the check by the real libraries: " << why_not;
+  EXPECT_EQ(code, 0);
+  perturb();
+  EXPECT_NE(run_export_check(export_dir, args, &why_not), 0) << "an output off by 1e-4 passed";
+}
+
+void write_lines(const fs::path& path, const std::vector<std::string>& lines) {
+  std::ofstream out(path);
+  for (const auto& line : lines) out << line << "\n";
 }
 
 }  // namespace
@@ -294,13 +313,13 @@ TEST(ExportCli, LmExportIsByteIdenticalLoadsBackAndMatchesTheReferenceForwardPas
   auto ids = torch::tensor({3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, torch::kLong).remainder(loaded.model->config().vocab_size);
   torch::NoGradGuard no_grad;
   auto logits = loaded.model->forward(ids.view({1, -1})).logits[0].contiguous();
-  spread::write_npy_float32((dir / "logits.npy").string(), logits.data_ptr<float>(), logits.size(0), logits.size(1));
+  const auto logits_file = (dir / "logits.npy").string();
+  spread::write_npy_float32(logits_file, logits.data_ptr<float>(), logits.size(0), logits.size(1));
   write_ids(dir / "ids.npy", ids.view({1, -1}));
-  EXPECT_EQ(run_python_check(out, dir / "ids.npy", dir / "logits.npy"), 0);
-  // The check can fail: one logit off by 1e-4 is caught.
-  logits[3][5] += 1e-4f;
-  spread::write_npy_float32((dir / "off.npy").string(), logits.data_ptr<float>(), logits.size(0), logits.size(1));
-  EXPECT_NE(run_python_check(out, dir / "ids.npy", dir / "off.npy"), 0);
+  expect_export_check(out, "--ids " + (dir / "ids.npy").string() + " --expect " + logits_file, [&] {
+    logits[3][5] += 1e-4f;
+    spread::write_npy_float32(logits_file, logits.data_ptr<float>(), logits.size(0), logits.size(1));
+  });
 
   // --step: the checkpoint asked for, not the newest.
   ASSERT_EQ(run_spread("export --run " + run + " --out " + (dir / "step3").string() + " --step 3").code, 0);
@@ -330,16 +349,28 @@ TEST(ExportCli, EncoderExportIsASentenceTransformersFolderMatchingTheReferenceFo
   EXPECT_EQ(tokenizer_json["post_processor"]["type"], "TemplateProcessing");
   EXPECT_EQ(nlohmann::json::parse(file_bytes(out / "special_tokens_map.json"))["pad_token"], "[PAD]");
 
-  // Mean-pooled embeddings of a padded batch of two texts of different lengths.
-  auto loaded = spread::load_run(run);
-  auto seqs = spread::tokenize_texts(*loaded.tokenizer, {"the lazy dog", "a quick brown fox jumps"}, 16);
-  std::vector<const std::vector<int32_t>*> ptrs = {&seqs[0], &seqs[1]};
-  auto batch = spread::pad_batch(ptrs, loaded.tokenizer->special_ids().pad, torch::kCPU);
-  torch::NoGradGuard no_grad;
-  auto emb = spread::embed_batch(loaded.model, batch, spread::Pooling::Mean).contiguous();
-  spread::write_npy_float32((dir / "emb.npy").string(), emb.data_ptr<float>(), emb.size(0), emb.size(1));
-  write_ids(dir / "ids.npy", batch.ids.masked_fill(batch.mask.logical_not(), -1));
-  EXPECT_EQ(run_python_check(out, dir / "ids.npy", dir / "emb.npy"), 0);
+  // `spread encode` of texts of different lengths (the last longer than the model's positions, so truncated)
+  // against SentenceTransformer(out).encode of the same lines: tokenizer, framing, truncation, pooling.
+  const auto texts = dir / "texts.txt", embeddings = dir / "emb.npy";
+  write_lines(texts, {"the lazy dog", "a quick brown fox jumps", std::string(40, 'a') + " and " + std::string(90, 'b')});
+  r = run_spread("encode --run " + run + " --in " + texts.string() + " --out " + embeddings.string() +
+                 " --no-normalize");
+  ASSERT_EQ(r.code, 0) << r.output;
+  // The round trip: spread reads its own export (MegatronBertModel, the exported tokenizer.json) as a model folder
+  // and gives the run's embeddings.
+  const auto reread = dir / "reread.npy";
+  r = run_spread("encode --model " + out.string() + " --in " + texts.string() + " --out " + reread.string() +
+                 " --no-normalize");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Eigen::MatrixXd from_run = spread::read_npy_matrix(embeddings.string());
+  const Eigen::MatrixXd from_folder = spread::read_npy_matrix(reread.string());
+  ASSERT_EQ(from_folder.rows(), from_run.rows());
+  EXPECT_LE((from_folder - from_run).cwiseAbs().maxCoeff(), 1e-6);
+  expect_export_check(out, "--texts " + texts.string() + " --expect " + embeddings.string(), [&] {
+    Eigen::MatrixXd e = spread::read_npy_matrix(embeddings.string());
+    e(1, 2) += 1e-4;
+    spread::write_npy_matrix(embeddings.string(), e);
+  });
   fs::remove_all(dir);
 }
 
@@ -604,37 +635,56 @@ TEST(ExportCli, MaxSimExportIsAPyLateFolderMatchingTheReferenceTokenVectorsAndSc
   for (const char* p : {",", ".", "?"}) want_skipped.insert(tokenizer.encode(p).at(0));
   EXPECT_EQ(skipped, want_skipped);
 
-  // spread's token vectors of a query (expanded to 12 with [MASK]) and a document, and their MaxSim score; then the
-  // independent forward pass, Dense, normalisation and PyLate's masking on the export.
+  // spread's token vectors (what scores: the query's expansion included, the document's skiplist and padding
+  // left out) and MaxSim scores of queries and documents, short and truncated, against pylate.models.ColBERT(out)'s
+  // encode and colbert_scores of the same texts.
   const auto recipe = spread::recipe_of_run(run);
   const auto spec = spread::multi_vector_spec(recipe, tokenizer, torch::kCPU);
-  const auto q = spread::query_tokens(tokenizer, "fox 7?", spec);
-  const auto d = spread::document_tokens(tokenizer, "the dog, number 13, sleeps.", spec);
-  const auto qb = spread::query_batch({&q}, special, spec), db = spread::document_batch({&d}, special, spec);
+  const std::vector<std::string> queries = {"fox 7?", "what does the horse 31 do, and why?"};
+  const std::vector<std::string> documents = {"the dog, number 13, sleeps.",
+                                              "the bird, number 44, sings. the fish, number 45, swims."};
   loaded.model->eval();
   torch::NoGradGuard no_grad;
-  const auto qv = spread::encode_tokens(loaded.model, qb), dv = spread::encode_tokens(loaded.model, db);
-  auto score = spread::maxsim_scores(qv, qb.score, dv, db.score).contiguous();
-  const int64_t Lq = qv.size(1), Ld = dv.size(1), T = std::max(Lq, Ld);
-  ASSERT_EQ(Lq, 12);
-  ASSERT_EQ(qb.attend.sum().item<int64_t>(), 9);  // [CLS] [Q] "fox 7?" [SEP], then 3 expansion [MASK]s
-  auto ids = torch::full({2, T}, -1, torch::kLong), attend = torch::zeros({2, T}, torch::kLong);
-  ids[0].narrow(0, 0, Lq).copy_(qb.ids[0]);
-  ids[1].narrow(0, 0, Ld).copy_(db.ids[0]);
-  attend[0].narrow(0, 0, Lq).copy_(qb.attend[0]);
-  attend[1].narrow(0, 0, Ld).copy_(db.attend[0]);
-  auto vectors = torch::cat({qv[0], dv[0]}).contiguous();
-  write_ids(dir / "ids.npy", ids);
-  write_ids(dir / "attend.npy", attend);
-  spread::write_npy_float32((dir / "vectors.npy").string(), vectors.data_ptr<float>(), vectors.size(0),
-                            vectors.size(1));
-  spread::write_npy_float32((dir / "score.npy").string(), score.data_ptr<float>(), 1, 1);
-  const std::string colbert = " --attend " + (dir / "attend.npy").string() + " --maxsim ";
-  EXPECT_EQ(run_python_check(out, dir / "ids.npy", dir / "vectors.npy", colbert + (dir / "score.npy").string()), 0);
-  // The check can fail: a score off by 1e-4 is caught.
-  score[0][0] += 1e-4f;
-  spread::write_npy_float32((dir / "off.npy").string(), score.data_ptr<float>(), 1, 1);
-  EXPECT_NE(run_python_check(out, dir / "ids.npy", dir / "vectors.npy", colbert + (dir / "off.npy").string()), 0);
+  struct Encoded {
+    spread::TokenBatch batch;
+    torch::Tensor vectors;
+  };
+  auto encode = [&](const std::string& text, bool query) {
+    const auto ids = query ? spread::query_tokens(tokenizer, text, spec) : spread::document_tokens(tokenizer, text, spec);
+    auto batch = query ? spread::query_batch({&ids}, special, spec) : spread::document_batch({&ids}, special, spec);
+    auto vectors = spread::encode_tokens(loaded.model, batch);
+    return Encoded{std::move(batch), std::move(vectors)};
+  };
+  std::vector<Encoded> encoded_queries, encoded_documents;
+  std::vector<torch::Tensor> kept;
+  for (const auto& q : queries) encoded_queries.push_back(encode(q, true));
+  for (const auto& d : documents) encoded_documents.push_back(encode(d, false));
+  for (const auto* side : {&encoded_queries, &encoded_documents})
+    for (const auto& e : *side) kept.push_back(e.vectors[0].index({e.batch.score[0]}));
+  ASSERT_EQ(encoded_queries[0].batch.ids.size(1), 12);
+  ASSERT_EQ(encoded_queries[0].batch.attend.sum().item<int64_t>(), 9);  // [CLS] [Q] "fox 7?" [SEP], 3 [MASK]s
+  ASSERT_EQ(encoded_documents[1].batch.ids.size(1), 32);                 // truncated
+  auto scores = torch::empty({int64_t(queries.size()), int64_t(documents.size())});
+  for (size_t i = 0; i < queries.size(); ++i)
+    for (size_t j = 0; j < documents.size(); ++j) {
+      const auto& q = encoded_queries[i];
+      const auto& d = encoded_documents[j];
+      scores[int64_t(i)][int64_t(j)] = spread::maxsim_scores(q.vectors, q.batch.score, d.vectors, d.batch.score)[0][0];
+    }
+  auto vectors = torch::cat(kept).contiguous();
+  const auto vectors_file = (dir / "vectors.npy").string(), scores_file = (dir / "scores.npy").string();
+  spread::write_npy_float32(vectors_file, vectors.data_ptr<float>(), vectors.size(0), vectors.size(1));
+  spread::write_npy_float32(scores_file, scores.data_ptr<float>(), scores.size(0), scores.size(1));
+  write_lines(dir / "queries.txt", queries);
+  write_lines(dir / "documents.txt", documents);
+  expect_export_check(out, "--texts " + (dir / "queries.txt").string() + " --documents " +
+                               (dir / "documents.txt").string() + " --expect " + vectors_file + " --maxsim " +
+                               scores_file,
+                      [&] {
+                        scores[1][0] += 1e-4f;
+                        spread::write_npy_float32(scores_file, scores.data_ptr<float>(), scores.size(0),
+                                                  scores.size(1));
+                      });
 
   // With the post processor, the reference `tokenizers` frames texts as spread's encoders do.
   std::string why_not;

@@ -79,6 +79,7 @@ std::vector<std::string> reference_jobs(const fs::path& w, const std::string& be
   make("bert", "bert_tanh", bert, "--seed 2 --layers 1 --heads 1 --width 32 --act gelu_new --eps 1e-5");
   make("bert-mlm", "bert_mlm", bert, "--seed 3 --layers 3 --heads 2 --width 32");
   make("bert", "bert_sharded_bf16", bert, "--seed 4 --layers 2 --heads 2 --width 32 --shards 3 --dtype bfloat16");
+  make("megatron-bert", "megatron", bert, "--seed 14 --layers 2 --heads 2 --width 32 --intermediate 45 --eps 1e-5");
   make("gpt2", "gpt2", gpt2, "--seed 5 --layers 2 --heads 3 --width 48 --max-position 80");
   make("gpt2", "gpt2_exact", gpt2, "--seed 6 --layers 1 --heads 2 --width 32 --act gelu --intermediate 50");
   make("st", "st_mean_norm", bert, "--seed 7 --layers 2 --heads 2 --width 32 --pooling mean --normalize");
@@ -91,7 +92,7 @@ std::vector<std::string> reference_jobs(const fs::path& w, const std::string& be
   make("pylate", "pylate", bert, "--seed 13 --layers 2 --heads 2 --width 32 --dim 16 --query-length 12 "
        "--document-length 20");
   const std::string texts = (w / "texts.txt").string();
-  for (const std::string m : {"bert", "bert_tanh", "bert_mlm", "bert_sharded_bf16", "gpt2", "gpt2_exact"})
+  for (const std::string m : {"bert", "bert_tanh", "bert_mlm", "bert_sharded_bf16", "megatron", "gpt2", "gpt2_exact"})
     jobs.push_back(fmt::format("hidden {} {} {}", (w / m).string(), texts, (w / (m + ".hidden.json")).string()));
   for (const std::string m : {"st_mean_norm", "st_cls", "st_max", "st_last", "st_weighted"})
     jobs.push_back(fmt::format("st-encode {} {} {}", (w / m).string(), texts, (w / (m + ".st.json")).string()));
@@ -230,6 +231,15 @@ void expect_hidden_states_match(const fs::path& folder, const fs::path& referenc
 TEST_F(HfImport, BertHiddenStatesOfEveryLayerMatchTransformers) {
   expect_hidden_states_match(dir("bert"), dir("bert.hidden.json"));
   expect_hidden_states_match(dir("bert_tanh"), dir("bert_tanh.hidden.json"));
+}
+
+// MegatronBertModel, the pre-LayerNorm BERT (norms before attention and MLP, one after the last layer, none after
+// the embeddings): the layout spread's own encoders export to, so the same import reads them back.
+TEST_F(HfImport, MegatronBertHiddenStatesOfEveryLayerMatchTransformers) {
+  const auto folder = spread::read_hf_model_folder(dir("megatron").string(), /*with_weights=*/false);
+  EXPECT_FALSE(folder.config.post_norm);
+  EXPECT_EQ(folder.config.intermediate_size, 45);
+  expect_hidden_states_match(dir("megatron"), dir("megatron.hidden.json"));
 }
 
 TEST_F(HfImport, BertForMaskedLmLogitsMatchTransformers) {

@@ -4,6 +4,7 @@
 #include "spread/export/hf_import.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <fstream>
@@ -21,7 +22,8 @@ namespace {
 
 using json = nlohmann::json;
 
-const char* const kSupported = "BertModel, BertForMaskedLM, BertForPreTraining, GPT2LMHeadModel, GPT2Model";
+const char* const kSupported =
+    "BertModel, BertForMaskedLM, BertForPreTraining, MegatronBertModel, GPT2LMHeadModel, GPT2Model";
 
 std::string path_in(const std::string& dir, const std::string& name) { return (fs::path(dir) / name).string(); }
 
@@ -202,23 +204,34 @@ void put_linear(NamedTensors& out, const HfTensors& hf, const std::string& from,
   put(out, to + ".bias", hf.get(from + ".bias"));
 }
 
-NamedTensors bert_weights(const HfTensors& hf, const TransformerConfig& cfg) {
+// The three embeddings, prefixed or not, with "bert." (BertFor*'s and MegatronBertFor*'s base model prefix).
+std::string put_bert_embeddings(NamedTensors& out, const HfTensors& hf) {
   const std::string p = hf.has_prefix("bert.") ? "bert." : "";
-  NamedTensors out;
   put(out, "wte.weight", hf.get(p + "embeddings.word_embeddings.weight"));
   put(out, "wpe.weight", hf.get(p + "embeddings.position_embeddings.weight"));
   put(out, "wtt.weight", hf.get(p + "embeddings.token_type_embeddings.weight"));
+  return p;
+}
+
+// Layer h's query, key and value as spread's fused projection of block s, whose rows are q | k | v
+// (model/attention.cpp's [B, T, 3, H, D] view), and the output projection.
+void put_attention(NamedTensors& out, const HfTensors& hf, const std::string& h, const std::string& s) {
+  for (const std::string& part : {"weight", "bias"}) {
+    std::vector<torch::Tensor> qkv;
+    for (const std::string& which : {"query", "key", "value"})
+      qkv.push_back(hf.get(h + "attention.self." + which + "." + part));
+    put(out, s + "attn.qkv." + part, torch::cat(qkv, 0));
+  }
+  put_linear(out, hf, h + "attention.output.dense", s + "attn.proj");
+}
+
+NamedTensors bert_weights(const HfTensors& hf, const TransformerConfig& cfg) {
+  NamedTensors out;
+  const std::string p = put_bert_embeddings(out, hf);
   put_linear(out, hf, p + "embeddings.LayerNorm", "emb_norm");
   for (int64_t i = 0; i < cfg.n_layer; ++i) {
     const std::string h = fmt::format("{}encoder.layer.{}.", p, i), s = fmt::format("blocks.{}.", i);
-    // spread's fused projection has the rows q | k | v (model/attention.cpp's [B, T, 3, H, D] view).
-    for (const std::string& part : {"weight", "bias"}) {
-      std::vector<torch::Tensor> qkv;
-      for (const std::string& which : {"query", "key", "value"})
-        qkv.push_back(hf.get(h + "attention.self." + which + "." + part));
-      put(out, s + "attn.qkv." + part, torch::cat(qkv, 0));
-    }
-    put_linear(out, hf, h + "attention.output.dense", s + "attn.proj");
+    put_attention(out, hf, h, s);
     put_linear(out, hf, h + "attention.output.LayerNorm", s + "ln1");
     put_linear(out, hf, h + "intermediate.dense", s + "mlp.fc");
     put_linear(out, hf, h + "output.dense", s + "mlp.proj");
@@ -234,6 +247,31 @@ NamedTensors bert_weights(const HfTensors& hf, const TransformerConfig& cfg) {
         throw user_error(hf.source(), 0, "cls.predictions.decoder.weight", "differs from the word embeddings",
                          "spread ties the MLM decoder to the input embedding: only tied models load");
   }
+  return out;
+}
+
+// --- MegatronBert: the pre-LayerNorm BERT, the layout of spread's own encoders' exports --------------------------
+
+// BERT's keys with the norms before attention and MLP ("attention.ln", "ln") and one after the last layer
+// ("encoder.ln"), none after the embeddings.
+TransformerConfig megatron_bert_config_of(const json& c, const std::string& path) {
+  TransformerConfig cfg = bert_config(c, path, /*mlm_head=*/false);
+  cfg.post_norm = false;
+  return cfg;
+}
+
+NamedTensors megatron_bert_weights(const HfTensors& hf, const TransformerConfig& cfg) {
+  NamedTensors out;
+  const std::string p = put_bert_embeddings(out, hf);
+  for (int64_t i = 0; i < cfg.n_layer; ++i) {
+    const std::string h = fmt::format("{}encoder.layer.{}.", p, i), s = fmt::format("blocks.{}.", i);
+    put_linear(out, hf, h + "attention.ln", s + "ln1");
+    put_attention(out, hf, h, s);
+    put_linear(out, hf, h + "ln", s + "ln2");
+    put_linear(out, hf, h + "intermediate.dense", s + "mlp.fc");
+    put_linear(out, hf, h + "output.dense", s + "mlp.proj");
+  }
+  put_linear(out, hf, p + "encoder.ln", "ln_f");
   return out;
 }
 
@@ -409,15 +447,18 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
   folder.architecture = archs.is_array() && !archs.empty() && archs[0].is_string() ? archs[0].get<std::string>()
                                                                                   : string_key(c, "model_type", "");
   const std::string a = folder.architecture;
-  const bool bert = a == "BertModel" || a == "BertForMaskedLM" || a == "BertForPreTraining" || a == "bert";
+  const bool megatron = a == "MegatronBertModel" || a == "megatron-bert";
+  const bool bert = megatron || a == "BertModel" || a == "BertForMaskedLM" || a == "BertForPreTraining" || a == "bert";
   const bool gpt2 = a == "GPT2LMHeadModel" || a == "GPT2Model" || a == "gpt2";
   if (!bert && !gpt2)
     throw user_error(config_path, 0, "architectures", "is " + (a.empty() ? std::string("missing") : a),
                      std::string("supported: ") + kSupported);
   // BertModel has no MLM head; the other two architectures keep one (BertForPreTraining's beside the NSP head).
-  const bool mlm = bert && a != "BertModel" && a != "bert";
+  const bool mlm = bert && !megatron && a != "BertModel" && a != "bert";
   folder.family = bert ? "bert" : "gpt2";
-  folder.config = bert ? bert_config(c, config_path, mlm) : gpt2_config_of(c, config_path);
+  folder.config = megatron ? megatron_bert_config_of(c, config_path)
+                  : bert   ? bert_config(c, config_path, mlm)
+                           : gpt2_config_of(c, config_path);
   if (head.defined()) {
     if (head.size(1) != folder.config.n_embd)
       throw user_error(path_in(dir, "1_Dense/config.json"), 0, "in_features",
@@ -426,8 +467,9 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
   }
   if (with_weights) {
     NamedTensors raw = read_weights(folder.model_dir);
-    folder.weights = bert ? bert_weights(HfTensors(std::move(raw), config_path), folder.config)
-                          : spread_tensors_from_gpt2(raw, folder.config, config_path);
+    folder.weights = megatron ? megatron_bert_weights(HfTensors(std::move(raw), config_path), folder.config)
+                     : bert   ? bert_weights(HfTensors(std::move(raw), config_path), folder.config)
+                              : spread_tensors_from_gpt2(raw, folder.config, config_path);
     if (head.defined()) folder.weights["model.head.weight"] = head;
   }
   if ((folder.sentence || folder.colbert) && folder.family != "bert")
