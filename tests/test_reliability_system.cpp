@@ -4,7 +4,10 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include "test_paths.h"
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <sys/socket.h>
 
 #include <chrono>
@@ -20,7 +23,9 @@
 
 #include "cli_run.h"
 #include "cli_worker.h"
+#include "reliability_run.h"
 #include "spread/config/recipe.h"
+#include "spread/eval/forward_memory.h"
 #include "spread/log/metrics_log.h"
 #include "spread/model/transformer.h"
 #include "spread/train/memory_estimate.h"
@@ -266,6 +271,108 @@ TEST(MemoryEstimate, RefusesAShapeBeyondTheHostBeforeAllocating) {
   EXPECT_EQ(batch.code, 2) << batch.output;
   EXPECT_TRUE(contains(batch.output, "lower train.batch_size")) << batch.output;
   EXPECT_FALSE(fs::exists(dir / "big"));
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// The peak RSS (bytes) of one run of the binary under test with `args` (split on spaces), from wait4's rusage of
+// that child alone.
+double peak_rss_of(const std::string& args) {
+  std::vector<std::string> words = {spread::testing::spread_under_test()};
+  std::istringstream in(args);
+  for (std::string w; in >> w;) words.push_back(w);
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage usage {};
+  wait4(pid, &status, 0, &usage);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << args;
+  return double(usage.ru_maxrss) * 1024;  // KiB
+}
+
+}  // namespace
+
+// What a batch adds to the peak RSS of eval (an LM's windows) and encode (an encoder's texts, truncated to the
+// model's length) against forward_pass_bytes of that batch: at least the measured growth, at most twice it.
+TEST(MemoryEstimate, ForwardPassEstimateBoundsWhatABatchAddsToThePeak) {
+  const auto dir = fresh_temp_dir("memory_forward");
+  write_corpus(dir / "c.txt", 2000);
+  {
+    std::ofstream long_texts(dir / "long.txt");  // 135 characters a line: every text fills the 128 positions
+    for (int i = 0; i < 1200; ++i)
+      long_texts << "to be or not to be, that is the question " << i % 7 << " to be or not to be, that is the "
+                 << "question " << i % 5 << " to be or not to be, that is the question " << i % 3 << "\n";
+  }
+  const auto recipe = [&](const std::string& name, const std::string& model, const std::string& train) {
+    const fs::path path = dir / (name + ".toml");
+    std::ofstream(path) << "[run]\nname = \"" << name << "\"\nout_dir = \"" << dir.string() << "\"\nthreads = 1\n"
+                        << "[data]\nsource = \"text\"\npath = \"" << (dir / "c.txt").string() << "\"\n"
+                        << "[tokenizer]\nkind = \"char\"\n[model]\n" << model << "[train]\n" << train
+                        << "max_steps = 1\nwarmup_steps = 1\neval_every = 0\nckpt_every = 1\n[diagnostics]\nevery = 0\n";
+    EXPECT_EQ(run_spread("train " + path.string()).code, 0) << name;
+    return (dir / name).string();
+  };
+  const std::string lm = recipe("lm", "n_layer = 2\nn_head = 2\nn_embd = 128\nblock_size = 256\n", "");
+  const std::string encoder =
+      recipe("enc", "n_layer = 2\nn_head = 4\nn_embd = 256\nblock_size = 128\ncausal = false\n", "objective = \"mlm\"\n");
+  const struct {
+    std::string name, command;
+    int64_t batch, length;
+    bool logits;
+    std::string run;
+  } cases[] = {
+      {"eval", "eval --run " + lm + " --text " + (dir / "c.txt").string() + " --batch-size ", 256, 256, true, lm},
+      {"encode", "encode --run " + encoder + " --in " + (dir / "long.txt").string() + " --out " +
+                     (dir / "e.npy").string() + " --batch-size ", 1024, 128, false, encoder},
+  };
+  for (const auto& c : cases) {
+    const double added = peak_rss_of(c.command + std::to_string(c.batch)) - peak_rss_of(c.command + "1");
+    const spread::Recipe run_recipe = spread::load_recipe((fs::path(c.run) / "recipe.toml").string());
+    spread::TransformerConfig config;
+    config.n_embd = run_recipe.model.n_embd;
+    config.n_head = run_recipe.model.n_head;
+    config.vocab_size = 64;  // a char vocabulary of the corpus: about 30, so an upper bound
+    const double estimated = spread::forward_pass_bytes(config, c.batch, c.length, c.logits);
+    std::cout << c.name << ": a batch of " << c.batch << " added " << added / 1048576 << " MiB to the peak, estimated "
+              << estimated / 1048576 << " MiB\n";
+    EXPECT_GE(estimated, added) << c.name;
+    EXPECT_LE(estimated, 2 * added) << c.name;
+  }
+  fs::remove_all(dir);
+}
+
+// A --batch-size of eval (and encode: the same check before the first batch) beyond the host is refused at once
+// with the estimate and a batch size that fits, instead of failing to allocate (or being killed) after the work of
+// reading the data. The ulimit keeps a build without the check from taking the machine's memory: there it fails to
+// allocate (exit 1).
+TEST(MemoryEstimate, RefusesAnEvalBatchBeyondTheHostBeforeTheFirstBatch) {
+  const auto dir = fresh_temp_dir("memory_eval_batch");
+  write_corpus(dir / "c.txt", 300);
+  write_corpus(dir / "big.txt", 200000);  // 8.6 MB: 8.6M tokens, over 200 GB as one batch of width 512
+  std::ofstream(dir / "r.toml") << "[run]\nname = \"lm\"\nout_dir = \"" << dir.string() << "\"\nthreads = 1\n"
+                                << "[data]\nsource = \"text\"\npath = \"" << (dir / "c.txt").string() << "\"\n"
+                                << "[tokenizer]\nkind = \"char\"\n[model]\nn_layer = 1\nn_head = 2\nn_embd = 512\n"
+                                << "block_size = 32\n[train]\nmax_steps = 1\nwarmup_steps = 1\neval_every = 0\n"
+                                << "ckpt_every = 1\n[diagnostics]\nevery = 0\n";
+  ASSERT_EQ(run_spread("train " + (dir / "r.toml").string()).code, 0);
+  const std::string eval = "eval --run " + (dir / "lm").string() + " --text " + (dir / "big.txt").string();
+  const auto started = std::chrono::steady_clock::now();
+  const auto r = spread::testing::shell("ulimit -v 16000000; " +
+                                        spread::testing::spread_command(eval + " --batch-size 1048576"));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "needs about") && contains(r.output, "available")) << r.output;
+  EXPECT_TRUE(contains(r.output, "lower --batch-size to ")) << r.output;
+  EXPECT_LT(took, 30.0);
   fs::remove_all(dir);
 }
 

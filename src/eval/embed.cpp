@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "spread/data/special_tokens.h"
+#include "spread/eval/forward_memory.h"
 
 namespace spread {
 
@@ -42,6 +43,7 @@ torch::Tensor embed_sequences(Transformer& model, const std::vector<std::vector<
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return seqs[a].size() > seqs[b].size(); });
+  if (n > 0) check_forward_memory(model->config(), std::min(batch_size, n), int64_t(seqs[size_t(order[0])].size()), false);
   torch::Tensor result;
   for (int64_t first = 0; first < n; first += batch_size) {
     const int64_t count = std::min(batch_size, n - first);

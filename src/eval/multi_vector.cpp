@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "spread/data/special_tokens.h"
+#include "spread/eval/forward_memory.h"
 #include "spread/losses/maxsim.h"
 #include "spread/util/error.h"
 
@@ -73,6 +74,8 @@ std::pair<torch::Tensor, torch::Tensor> encode_queries(Transformer& model, const
   std::vector<std::vector<int32_t>> seqs;
   for (const auto& t : texts) seqs.push_back(query_tokens(tokenizer, t, spec));
   std::vector<torch::Tensor> vectors, masks;
+  if (!seqs.empty())
+    check_forward_memory(model->config(), std::min(spec.batch_size, int64_t(seqs.size())), spec.query_length, false);
   for (size_t first = 0; first < seqs.size(); first += size_t(spec.batch_size)) {
     std::vector<const std::vector<int32_t>*> batch;
     for (size_t i = first; i < std::min(seqs.size(), first + size_t(spec.batch_size)); ++i) batch.push_back(&seqs[i]);
@@ -193,6 +196,8 @@ std::vector<RowMatrixXd> encode_documents(Transformer& model, const Tokenizer& t
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return seqs[a].size() > seqs[b].size(); });
   std::vector<RowMatrixXd> out(static_cast<size_t>(n));
+  if (n > 0)
+    check_forward_memory(model->config(), std::min(spec.batch_size, n), int64_t(seqs[size_t(order[0])].size()), false);
   for (int64_t first = 0; first < n; first += spec.batch_size) {
     const int64_t count = std::min(spec.batch_size, n - first);
     std::vector<const std::vector<int32_t>*> batch;

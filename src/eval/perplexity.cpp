@@ -3,6 +3,8 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "spread/eval/forward_memory.h"
+
 namespace spread {
 namespace {
 
@@ -54,6 +56,7 @@ EvalResult evaluate_split(Transformer& model, const TokenFile& tokens, int64_t b
   const int64_t windows = count_windows(tokens, block);
   double sum = 0;
   int64_t count = 0, batches = 0;
+  if (windows > 0) check_forward_memory(model->config(), std::min(batch_size, windows), block, /*logits=*/true);
   for (int64_t first = 0; first < windows; first += batch_size) {
     if (max_batches > 0 && batches++ >= max_batches) break;
     Batch b = sequential_batch(tokens, block, first, std::min(batch_size, windows - first));

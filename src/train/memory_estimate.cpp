@@ -1,16 +1,15 @@
 #include "spread/train/memory_estimate.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "spread/runtime/memory.h"
 #include "spread/util/error.h"
 
 namespace fs = std::filesystem;
@@ -19,7 +18,7 @@ namespace spread {
 namespace {
 
 constexpr double kFloat = 4;  // bytes
-constexpr double kMiB = 1024.0 * 1024.0, kGiB = 1024.0 * kMiB;
+constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kRuntimeBytes = 400 * kMiB;
 constexpr int64_t kEncoderReservedIds = 6;  // [PAD] [CLS] [SEP] [MASK] [Q] [D]
 
@@ -144,34 +143,6 @@ std::string activation_keys(const Recipe& r, bool from_width) {
   return keys;
 }
 
-std::optional<double> read_number(const std::string& path) {
-  std::ifstream in(path);
-  std::string text;
-  if (!(in >> text) || text == "max") return std::nullopt;
-  try {
-    return std::stod(text);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
-
-// The cgroup's limit minus its usage (v2, then v1), when a limit is set.
-std::optional<double> cgroup_room() {
-  for (const auto& [limit, usage] : {std::pair<const char*, const char*>{"/sys/fs/cgroup/memory.max",
-                                                                         "/sys/fs/cgroup/memory.current"},
-                                     {"/sys/fs/cgroup/memory/memory.limit_in_bytes",
-                                      "/sys/fs/cgroup/memory/memory.usage_in_bytes"}}) {
-    const auto l = read_number(limit), u = read_number(usage);
-    // cgroup v1 writes "no limit" as a number near 2^63.
-    if (l && u && *l < 1e18) return std::max(0.0, *l - *u);
-  }
-  return std::nullopt;
-}
-
-std::string size_text(double bytes) {
-  return bytes >= kGiB ? fmt::format("{:.1f} GiB", bytes / kGiB) : fmt::format("{:.0f} MiB", bytes / kMiB);
-}
-
 }  // namespace
 
 double MemoryEstimate::peak() const { return runtime + data + states + std::max(activations, checkpoint); }
@@ -199,30 +170,18 @@ MemoryEstimate estimate_training_memory(const Recipe& recipe, int64_t vocab_size
   return e;
 }
 
-AvailableMemory available_memory() {
-  AvailableMemory out{0, "MemAvailable of /proc/meminfo"};
-  std::ifstream in("/proc/meminfo");
-  std::string name;
-  double kib = 0;
-  std::string unit;
-  while (in >> name >> kib >> unit)
-    if (name == "MemAvailable:") out.bytes = kib * 1024;
-  if (const auto room = cgroup_room(); room && *room < out.bytes) out = {*room, "the cgroup's memory limit less its usage"};
-  return out;
-}
-
 MemoryEstimate check_training_memory(const Recipe& recipe, int64_t vocab_size, int64_t world, int64_t ranks_on_host) {
   const MemoryEstimate e = estimate_training_memory(recipe, vocab_size, world);
-  if (const char* off = std::getenv("SPREAD_MEMORY_CHECK"); off != nullptr && std::string(off) == "0") return e;
+  if (!memory_checks_enabled()) return e;
   const AvailableMemory available = available_memory();
   const double need = e.peak() * double(ranks_on_host);
   if (available.bytes <= 0 || need <= available.bytes) return e;
   throw user_error(recipe.source, 0, "",
                    fmt::format("this run needs about {} ({}{:.1f}M parameters: {} weights, gradients and AdamW state, "
                                "{} activations, {} to save a checkpoint), more than the {} available ({})",
-                               size_text(need), ranks_on_host > 1 ? fmt::format("{} ranks x ", ranks_on_host) : "",
-                               double(e.parameters) / 1e6, size_text(e.states), size_text(e.activations),
-                               size_text(e.checkpoint), size_text(available.bytes), available.source),
+                               memory_size_text(need), ranks_on_host > 1 ? fmt::format("{} ranks x ", ranks_on_host) : "",
+                               double(e.parameters) / 1e6, memory_size_text(e.states), memory_size_text(e.activations),
+                               memory_size_text(e.checkpoint), memory_size_text(available.bytes), available.source),
                    e.keys_to_change + "; SPREAD_MEMORY_CHECK=0 skips this check");
 }
 

@@ -23,6 +23,7 @@
 #include <string>
 
 #include "spread/config/recipe.h"
+#include "spread/runtime/memory.h"
 
 namespace spread {
 
@@ -41,14 +42,6 @@ MemoryEstimate estimate_training_memory(const Recipe& recipe, int64_t vocab_size
 // The model's vocabulary as the recipe gives it: tokenizer.vocab_size (+ the six reserved ids of encoders), or 256
 // for a char tokenizer, whose size is known only after reading the data (it matters little beside the width).
 int64_t estimated_vocab_size(const Recipe& recipe);
-
-// Bytes this process can still take: MemAvailable of /proc/meminfo, lowered to the cgroup's limit minus its usage
-// when there is a limit (cgroup v2 memory.max, v1 memory.limit_in_bytes). `source` says which bound it is.
-struct AvailableMemory {
-  double bytes = 0;
-  std::string source;
-};
-AvailableMemory available_memory();
 
 // UserError (exit code 2) when `ranks_on_host` ranks of this recipe need more than available_memory(): the
 // estimate, the memory available and the keys to change. SPREAD_MEMORY_CHECK=0 turns the check off (an estimate
