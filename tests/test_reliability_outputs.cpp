@@ -18,9 +18,11 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli_run.h"
 #include "spread/data/npy.h"
+#include "spread/util/file.h"
 
 namespace fs = std::filesystem;
 using spread::testing::CliResult;
@@ -168,6 +170,29 @@ TEST_F(ReliabilityOutputs, PoolKeepsThePreviousOutputWhenTheWriteFails) {
   EXPECT_EQ(bytes_of(out_ / "p" / "doc.npy"), vectors);
   EXPECT_EQ(bytes_of(out_ / "p" / "doc.labels.npy"), labels);
   EXPECT_EQ(names_in(out_ / "p"), (std::vector<std::string>{"doc.labels.npy", "doc.npy"}));
+}
+
+// Pool's outputs go in groups (two syncs for all the files of a group): committed, every file is replaced; given up
+// (an error before commit), none is and no temporary is left.
+TEST_F(ReliabilityOutputs, AnOutputGroupReplacesAllItsFilesOrNone) {
+  const auto a = (out_ / "a.txt").string(), b = (out_ / "b.txt").string();
+  std::ofstream(a) << "old a";
+  auto text = [](const char* t) { return [t](std::ostream& out) { out << t; }; };
+  {
+    spread::OutputFileGroup group;
+    group.add(a, text("new a"));
+    group.add(b, text("new b"));
+    EXPECT_EQ(bytes_of(out_ / "a.txt"), "old a");  // nothing replaced before commit
+  }
+  EXPECT_EQ(bytes_of(out_ / "a.txt"), "old a");
+  EXPECT_EQ(names_in(out_), std::vector<std::string>{"a.txt"});
+  spread::OutputFileGroup group;
+  group.add(a, text("new a"));
+  group.add(b, text("new b"));
+  group.commit();
+  EXPECT_EQ(bytes_of(out_ / "a.txt"), "new a");
+  EXPECT_EQ(bytes_of(out_ / "b.txt"), "new b");
+  EXPECT_EQ(names_in(out_), (std::vector<std::string>{"a.txt", "b.txt"}));
 }
 
 // Item 7.

@@ -149,12 +149,14 @@ std::string npy_header(const std::string& descr, const std::string& shape) {
 
 // The file as write_output_file writes it (util/file.h): whole or not at all, the previous one kept on failure.
 void write_npy(const std::string& path, const std::string& descr, const std::string& shape, const void* data,
-               size_t bytes) {
+               size_t bytes, OutputFileGroup* group = nullptr) {
   const std::string header = npy_header(descr, shape);
-  write_output_file(path, [&](std::ostream& out) {
+  const auto write = [&](std::ostream& out) {
     out.write(header.data(), std::streamsize(header.size()));
     out.write(static_cast<const char*>(data), std::streamsize(bytes));
-  });
+  };
+  if (group != nullptr) group->add(path, write);
+  else write_output_file(path, write);
 }
 
 std::string shape_2d(int64_t rows, int64_t cols) {
@@ -167,13 +169,14 @@ void write_npy_float32(const std::string& path, const float* data, int64_t rows,
   write_npy(path, "<f4", shape_2d(rows, cols), data, size_t(rows * cols) * sizeof(float));
 }
 
-void write_npy_matrix(const std::string& path, const Eigen::MatrixXd& m) {
+void write_npy_matrix(const std::string& path, const Eigen::MatrixXd& m, OutputFileGroup* group) {
   const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> rows = m;
-  write_npy(path, "<f8", shape_2d(m.rows(), m.cols()), rows.data(), size_t(rows.size()) * sizeof(double));
+  write_npy(path, "<f8", shape_2d(m.rows(), m.cols()), rows.data(), size_t(rows.size()) * sizeof(double), group);
 }
 
-void write_npy_int64_vector(const std::string& path, const std::vector<int64_t>& values) {
-  write_npy(path, "<i8", "(" + std::to_string(values.size()) + ",)", values.data(), values.size() * sizeof(int64_t));
+void write_npy_int64_vector(const std::string& path, const std::vector<int64_t>& values, OutputFileGroup* group) {
+  write_npy(path, "<i8", "(" + std::to_string(values.size()) + ",)", values.data(), values.size() * sizeof(int64_t),
+            group);
 }
 
 }  // namespace spread

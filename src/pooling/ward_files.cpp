@@ -69,9 +69,9 @@ RowMatrixXd read_token_list(const fs::path& file) {
   return x;
 }
 
-void write_pooled(const fs::path& out_dir, const fs::path& input, const WardPooled& pooled) {
-  write_npy_matrix(pooled_name(out_dir, input).string(), pooled.vectors);
-  write_npy_int64_vector(labels_name(out_dir, input).string(), pooled.labels);
+void write_pooled(const fs::path& out_dir, const fs::path& input, const WardPooled& pooled, OutputFileGroup& group) {
+  write_npy_matrix(pooled_name(out_dir, input).string(), pooled.vectors, &group);
+  write_npy_int64_vector(labels_name(out_dir, input).string(), pooled.labels, &group);
 }
 
 }  // namespace
@@ -87,11 +87,13 @@ PoolFilesSummary pool_token_files(const std::string& in_dir, const std::string& 
     std::vector<RowMatrixXd> docs;
     for (size_t f = begin; f < end; ++f) docs.push_back(read_token_list(files[f]));
     const std::vector<WardPooled> pooled = ward_pool_many(docs, budget, opt, threads);
+    OutputFileGroup group;  // a group's files are replaced together, at two syncs for all of them
     for (size_t i = 0; i < docs.size(); ++i) {
-      write_pooled(out_dir, files[begin + i], pooled[i]);
+      write_pooled(out_dir, files[begin + i], pooled[i], group);
       summary.tokens += docs[i].rows();
       summary.vectors += pooled[i].vectors.rows();
     }
+    group.commit();
     summary.documents = int64_t(end);
     if (progress) progress(summary.documents, int64_t(files.size()));
   }

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <fstream>
 #include <regex>
@@ -174,25 +175,39 @@ void remove_stale_temporaries(const std::string& folder) {
     }
 }
 
+namespace {
+
+// `write`'s bytes under the temporary name of `path`, flushed but not synced; removed again on any error.
+fs::path write_temporary(const fs::path& path, const std::function<void(std::ostream&)>& write) {
+  refuse_symlink(path, "");
+  const fs::path tmp = temporary_name(path);
+  try {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      const std::error_code ec(errno, std::generic_category());
+      throw filesystem_user_error(path.string(), "create the file", ec);
+    }
+    errno = 0;
+    write(out);
+    out.flush();
+    if (!out) {
+      const std::error_code ec(errno ? errno : EIO, std::generic_category());
+      throw filesystem_user_error(path.string(), "write the file", ec);
+    }
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw;
+  }
+  return tmp;
+}
+
+}  // namespace
+
 void write_output_file(const std::string& path, const std::function<void(std::ostream&)>& write) {
   const fs::path p(path);
-  refuse_symlink(p, "");
-  const fs::path tmp = temporary_name(p);
+  const fs::path tmp = write_temporary(p, write);
   try {
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      if (!out) {
-        const std::error_code ec(errno, std::generic_category());
-        throw filesystem_user_error(path, "create the file", ec);
-      }
-      errno = 0;
-      write(out);
-      out.flush();
-      if (!out) {
-        const std::error_code ec(errno ? errno : EIO, std::generic_category());
-        throw filesystem_user_error(path, "write the file", ec);
-      }
-    }
     sync_path(tmp, O_RDONLY);
     rename_file(tmp.string(), path);
   } catch (...) {
@@ -201,6 +216,35 @@ void write_output_file(const std::string& path, const std::function<void(std::os
     throw;
   }
   sync_path(folder_of(p), O_RDONLY | O_DIRECTORY);
+}
+
+OutputFileGroup::~OutputFileGroup() {
+  for (const auto& [tmp, final_name] : pending_) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+  }
+}
+
+void OutputFileGroup::add(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  pending_.emplace_back(write_temporary(fs::path(path), write), fs::path(path));
+}
+
+void OutputFileGroup::commit() {
+  if (pending_.empty()) return;
+  // One syncfs per filesystem makes every temporary's data durable; where it fails, each file is synced.
+  const int fd = ::open(folder_of(pending_.front().second).c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0 || ::syncfs(fd) != 0)
+    for (const auto& entry : pending_) sync_path(entry.first, O_RDONLY);
+  if (fd >= 0) ::close(fd);
+  std::vector<fs::path> folders;
+  while (!pending_.empty()) {
+    const auto [tmp, final_name] = pending_.back();
+    rename_file(tmp.string(), final_name.string());  // on failure the destructor removes what is left
+    pending_.pop_back();
+    if (std::find(folders.begin(), folders.end(), folder_of(final_name)) == folders.end())
+      folders.push_back(folder_of(final_name));
+  }
+  for (const auto& folder : folders) sync_path(folder, O_RDONLY | O_DIRECTORY);
 }
 
 }  // namespace spread

@@ -16,15 +16,19 @@ namespace spread {
 // not 2-D, big-endian, format 3.0, a truncated file).
 Eigen::MatrixXd read_npy_matrix(const std::string& path);
 
-// The writers replace `path` whole or leave it as it was (util/file.h, write_output_file).
+class OutputFileGroup;  // util/file.h
+
+// The writers replace `path` whole or leave it as it was (util/file.h, write_output_file); with a `group`, when the
+// group is committed (OutputFileGroup: many files, two syncs for all).
 
 // Writes `m` as a C-order '<f8' array in format 1.0 (numpy.load reads it).
-void write_npy_matrix(const std::string& path, const Eigen::MatrixXd& m);
+void write_npy_matrix(const std::string& path, const Eigen::MatrixXd& m, OutputFileGroup* group = nullptr);
 
 // Writes rows x cols float32 values (row-major) as a C-order '<f4' array in format 1.0.
 void write_npy_float32(const std::string& path, const float* data, int64_t rows, int64_t cols);
 
 // Writes a 1-D '<i8' array in format 1.0 (the cluster labels of `spread pool`).
-void write_npy_int64_vector(const std::string& path, const std::vector<int64_t>& values);
+void write_npy_int64_vector(const std::string& path, const std::vector<int64_t>& values,
+                            OutputFileGroup* group = nullptr);
 
 }  // namespace spread

@@ -46,6 +46,8 @@ UserError filesystem_user_error(const std::filesystem::filesystem_error& e);
 //     above NAME are followed as any path is.
 #include <functional>
 #include <ostream>
+#include <utility>
+#include <vector>
 
 namespace spread {
 
@@ -65,6 +67,24 @@ void remove_stale_temporaries(const std::string& folder);
 
 // Writes `path` as promised above; `write` fills the stream (a failed stream is a write error).
 void write_output_file(const std::string& path, const std::function<void(std::ostream&)>& write);
+
+// Many outputs with the same promise at the cost of two syncs for all of them instead of two for each: add()
+// writes each under its temporary name; commit() syncs the filesystem once (syncfs), renames them all and syncs
+// each folder once. `spread pool` writes two small files per document: the per-file syncs took 40-55% of its time
+// (2000 documents: 6.2-9.2 s against 3.8-4.1 s with syncs made no-ops). Destroyed uncommitted (an error between),
+// the group removes its temporaries and no output is replaced.
+class OutputFileGroup {
+ public:
+  OutputFileGroup() = default;
+  OutputFileGroup(const OutputFileGroup&) = delete;
+  OutputFileGroup& operator=(const OutputFileGroup&) = delete;
+  ~OutputFileGroup();
+  void add(const std::string& path, const std::function<void(std::ostream&)>& write);
+  void commit();
+
+ private:
+  std::vector<std::pair<std::filesystem::path, std::filesystem::path>> pending_;  // temporary, final name
+};
 
 // The temporary name of `path` in this process (".NAME.tmp-PID" in its folder), and whether `name` is such a name
 // of a process that no longer runs.
