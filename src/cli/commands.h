@@ -14,5 +14,6 @@ int cmd_pool(int argc, char** argv);
 int cmd_calibrate(int argc, char** argv);
 int cmd_export(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
+int cmd_info(int argc, char** argv);
 
 }  // namespace spread::cli

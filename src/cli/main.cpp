@@ -37,6 +37,7 @@ commands:
   calibrate  the Ward distance threshold that gives a late-interaction run a mean number of vectors per document
   export     a run as a Hugging Face GPT-2 folder (LM) or a sentence-transformers folder (encoder)
   tokenize   token ids of text lines (--decode: text of id lists) with a Hugging Face tokenizer or a run's own
+  info       this build's LibTorch, whether it has CUDA and which GPUs it sees, BLAS and threads
 )";
 
 int dispatch(int argc, char** argv) {
@@ -58,6 +59,7 @@ int dispatch(int argc, char** argv) {
   if (cmd == "calibrate") return spread::cli::cmd_calibrate(sub_argc, sub_argv);
   if (cmd == "export") return spread::cli::cmd_export(sub_argc, sub_argv);
   if (cmd == "tokenize") return spread::cli::cmd_tokenize(sub_argc, sub_argv);
+  if (cmd == "info") return spread::cli::cmd_info(sub_argc, sub_argv);
   throw spread::UserError("unknown command '" + cmd + "' (run `spread --help` for the list)");
 }
 

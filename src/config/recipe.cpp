@@ -3,6 +3,7 @@
 #include "spread/config/recipe.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdlib>
 #include <cstring>

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sstream>
 #include <unistd.h>
 

@@ -1,6 +1,7 @@
 #include "spread/export/export.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 

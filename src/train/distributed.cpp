@@ -17,13 +17,20 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <thread>
 #include <fmt/format.h>
 
 #include "spread/train/optimizer.h"
@@ -175,6 +182,60 @@ class QuietStderr {
   int saved_;
 };
 
+// LibTorch 2.x's TCPStore client pings the store once connected and waits for the answer without a timeout: a
+// MASTER_PORT held by another program, which accepts connections and never answers, hung every rank but 0 for
+// good. While it lives, this watchdog gives the store `timeout` (plus a grace) and then shuts down this process's
+// connections to `port`, which makes the ping fail with an error instead.
+class StoreWatchdog {
+ public:
+  StoreWatchdog(int64_t port, std::chrono::milliseconds timeout)
+      : thread_([this, port, timeout] {
+          std::unique_lock<std::mutex> lock(mutex_);
+          if (done_cv_.wait_for(lock, timeout + std::chrono::seconds(2), [this] { return done_; })) return;
+          fired_ = true;
+          shut_down_connections_to(port);
+        }) {}
+  ~StoreWatchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    done_cv_.notify_all();
+    thread_.join();
+  }
+  StoreWatchdog(const StoreWatchdog&) = delete;
+  StoreWatchdog& operator=(const StoreWatchdog&) = delete;
+  bool fired() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return fired_;
+  }
+
+ private:
+  static void shut_down_connections_to(int64_t port) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+      int fd = -1;
+      try {
+        fd = std::stoi(entry.path().filename().string());
+      } catch (const std::exception&) {
+        continue;
+      }
+      sockaddr_storage peer{};
+      socklen_t length = sizeof peer;
+      if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) != 0) continue;
+      const int64_t peer_port = peer.ss_family == AF_INET ? ntohs(reinterpret_cast<sockaddr_in*>(&peer)->sin_port)
+                                : peer.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&peer)->sin6_port)
+                                                             : -1;
+      if (peer_port == port) ::shutdown(fd, SHUT_RDWR);
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable done_cv_;
+  bool done_ = false, fired_ = false;
+  std::thread thread_;  // last: it starts once the rest is made
+};
+
 // Joining through a TCP store failed: rank 0 hosts it, so another rank's failure there most often means the port
 // was held by another program (rank 0 then exited with a MASTER_PORT error) and this rank waited on that program.
 UserError rendezvous_failed(const DistributedEnv& env, const std::exception& e) {
@@ -197,11 +258,18 @@ c10::intrusive_ptr<c10d::Store> open_store(const DistributedEnv& env, std::chron
   options.waitWorkers = false;  // the process group's own rendezvous waits for everyone
   options.timeout = timeout;
   c10::intrusive_ptr<c10d::Store> store;
+  StoreWatchdog watchdog(env.master_port, timeout);
   try {
     // LibTorch logs each failed bind to stderr (glog lines) before it throws; the error below says it in one line.
     const QuietStderr quiet;
     store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
   } catch (const std::exception& e) {
+    if (watchdog.fired())
+      throw user_error(kEnvSource, 0, "MASTER_PORT",
+                       fmt::format("rank {} reached {}:{} but no rendezvous store answered there within "
+                                   "SPREAD_DIST_TIMEOUT = {} s", env.rank, env.master_addr, env.master_port,
+                                   env.timeout_s),
+                       kPortHint);
     if (options.isServer && std::string(e.what()).find("in use") != std::string::npos)
       throw user_error(kEnvSource, 0, "MASTER_PORT", fmt::format("rank 0 cannot host the rendezvous store at {}:{}: "
                        "the port is in use", env.master_addr, env.master_port), kPortHint);

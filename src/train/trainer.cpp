@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <optional>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "spread/log/progress.h"
 #include "spread/runtime/allocator.h"
 #include "spread/runtime/blas.h"
+#include "spread/runtime/devices.h"
 #include "spread/runtime/precision.h"
 #include "spread/tasks/task.h"
 #include "spread/train/checkpoint.h"
@@ -150,6 +152,7 @@ void print_header(const Run& run, const BlasInfo& blas, const ThreadPlan& thread
   say(fmt::format("BLAS: {} ({}) core {} ({}); threads: LibTorch {}, BLAS {}; device {}", blas.library,
                   blas.threading.empty() ? "?" : blas.threading, blas.core.empty() ? "?" : blas.core,
                   blas.coretype_origin, threads.intra_op, threads.blas, run.device.str()));
+  say(device_line(device_report()));
   say(fmt::format("allocator: {}; memory: about {:.2f} GiB per rank estimated from the recipe", allocator_info(),
                   run.memory.peak() / (1024.0 * 1024.0 * 1024.0)));
   say(run.precision.header_line());
@@ -340,7 +343,9 @@ void share_generators(Run& run, const torch::Tensor& saved) {
   run.group->broadcast(tensors);
   if (tensors[0].cpu().item<uint8_t>() == 1) {
     at::Generator generator = at::detail::getDefaultCPUGenerator();
-    generator.set_state(tensors[1][run.rank].cpu().contiguous());
+    // A copy, not the row's view: LibTorch 2.x's set_state ignores a view's storage offset (every rank but 0 then
+    // failed with "Invalid mt19937 state").
+    generator.set_state(tensors[1][run.rank].cpu().clone());
   } else if (run.rank != 0) {
     torch::manual_seed(uint64_t(run.recipe.run.seed) + 1000003ULL * uint64_t(run.rank) + uint64_t(run.step));
   }

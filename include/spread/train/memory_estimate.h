@@ -15,7 +15,7 @@
 //                plus its [B, B (1 + negatives), q_len, d_len] score tensor (x3, again for the pooled scores);
 //                negatives from data.columns or the pair file's header, every text taken at its full length
 //   data         6 bytes per byte of the data files (text, its ids, the token files being written)
-//   runtime      LibTorch, BLAS and the thread pools: 400 MiB
+//   runtime      LibTorch, BLAS and the thread pools: 400 MiB; 300 MiB more in a CUDA build (its libraries)
 // Tested against the peak RSS of real runs of every objective (tests/test_reliability_system.cpp): measured on a
 // 2-core VM, the estimate was 1.29-1.49x the peak of runs of 1.6-3.2M parameters and 200-540 MB of activations
 // (whose runtime was 172 MiB); the test holds it between 1x and 2x.
