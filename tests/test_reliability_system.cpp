@@ -185,6 +185,13 @@ namespace {
 
 // Trains `recipe` for 3 steps through the CLI; returns its peak RSS in bytes (the end event of metrics.jsonl) and
 // the estimate of the same recipe with the vocabulary the run built.
+// Prints both, and holds the estimate between the measured bytes and twice them.
+void expect_estimate_bounds(const std::string& what, double measured, double estimated) {
+  std::cout << what << " " << measured / 1048576 << " MiB, estimated " << estimated / 1048576 << " MiB\n";
+  EXPECT_GE(estimated, measured) << what;
+  EXPECT_LE(estimated, 2 * measured) << what;
+}
+
 std::pair<double, double> measured_and_estimated(const fs::path& dir, const std::string& recipe_text) {
   const fs::path recipe = dir / "r.toml";
   std::ofstream(recipe) << recipe_text;
@@ -241,10 +248,7 @@ TEST(MemoryEstimate, BoundsThePeakRssOfRealRuns) {
   };
   for (const auto& run : runs) {
     const auto [measured, estimated] = measured_and_estimated(dir, run.recipe);
-    std::cout << run.name << ": peak RSS " << measured / 1048576 << " MiB, estimated " << estimated / 1048576
-              << " MiB\n";
-    EXPECT_GE(estimated, measured) << run.name;
-    EXPECT_LE(estimated, 2 * measured) << run.name;
+    expect_estimate_bounds(std::string(run.name) + ": peak RSS", measured, estimated);
   }
   fs::remove_all(dir);
 }
@@ -342,10 +346,7 @@ TEST(MemoryEstimate, ForwardPassEstimateBoundsWhatABatchAddsToThePeak) {
     config.n_head = run_recipe.model.n_head;
     config.vocab_size = 64;  // a char vocabulary of the corpus: about 30, so an upper bound
     const double estimated = spread::forward_pass_bytes(config, c.batch, c.length, c.logits);
-    std::cout << c.name << ": a batch of " << c.batch << " added " << added / 1048576 << " MiB to the peak, estimated "
-              << estimated / 1048576 << " MiB\n";
-    EXPECT_GE(estimated, added) << c.name;
-    EXPECT_LE(estimated, 2 * added) << c.name;
+    expect_estimate_bounds(c.name + ": a batch of " + std::to_string(c.batch) + " added", added, estimated);
   }
   fs::remove_all(dir);
 }
