@@ -183,8 +183,6 @@ TEST(MemoryEstimate, ParameterCountIsTheModels) {
 
 namespace {
 
-// Trains `recipe` for 3 steps through the CLI; returns its peak RSS in bytes (the end event of metrics.jsonl) and
-// the estimate of the same recipe with the vocabulary the run built.
 // Prints both, and holds the estimate between the measured bytes and twice them.
 void expect_estimate_bounds(const std::string& what, double measured, double estimated) {
   std::cout << what << " " << measured / 1048576 << " MiB, estimated " << estimated / 1048576 << " MiB\n";
@@ -192,6 +190,8 @@ void expect_estimate_bounds(const std::string& what, double measured, double est
   EXPECT_LE(estimated, 2 * measured) << what;
 }
 
+// Trains `recipe` for 3 steps through the CLI; returns its peak RSS in bytes (the end event of metrics.jsonl) and
+// the estimate of the same recipe with the vocabulary the run built.
 std::pair<double, double> measured_and_estimated(const fs::path& dir, const std::string& recipe_text) {
   const fs::path recipe = dir / "r.toml";
   std::ofstream(recipe) << recipe_text;
