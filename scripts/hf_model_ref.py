@@ -7,6 +7,7 @@ spread's import of such folders (transformers 5.3, sentence-transformers 5.3, Py
     hf_model_ref.py st-encode MODEL_DIR TEXTS_FILE OUT.json [--prompt-name NAME] [--batch-size N]
     hf_model_ref.py generate MODEL_DIR PROMPTS_FILE OUT.json [--max-new-tokens 32]
     hf_model_ref.py pylate MODEL_DIR QUERIES_FILE DOCS_FILE OUT.json
+    hf_model_ref.py pylate-loss MODEL_DIR QUERIES_FILE DOCS_FILE NEGATIVES_FILE OUT.json
     hf_model_ref.py --jobs JOBS.txt    # one command above a line (split with shlex), all in one Python process
 
 make KIND: bert (BertModel with its pooler), bert-mlm (BertForMaskedLM), megatron-bert (MegatronBertModel: the
@@ -39,6 +40,9 @@ TEXTS_FILE etc.: UTF-8, split on "\\n" (a final empty piece is no line). Outputs
   pylate     {"model", "queries"/"docs": [{"text", "ids" (fed, prefix and [MASK] expansion included),
              "attention_mask", "kept" (tokens whose vectors encode returns: docs drop the skiplist), "vectors"}],
              "scores": [query][doc] MaxSim (pylate.scores.colbert_scores of one pair at a time, so no padding)}.
+  pylate-loss {"model", "in_batch": pylate.losses.Contrastive of the queries against their documents (line i's
+             document is query i's positive, the others its in-batch negatives), "with_negatives": the same with
+             NEGATIVES_FILE's line i as query i's hard negative}, all lines one batch, eval mode (no dropout).
 """
 import argparse
 import glob
@@ -287,6 +291,23 @@ def pylate(a):
     write_json(a.out_json, {"model": a.model_dir, "queries": queries, "docs": docs, "scores": table})
 
 
+def pylate_loss(a):
+    import torch
+    from pylate import losses, models
+    model = models.ColBERT(a.model_dir, device="cpu").eval()
+    loss = losses.Contrastive(model=model)
+    queries = model.tokenize(read_lines(a.queries_file), is_query=True)
+    positive_texts = read_lines(a.docs_file)
+    # The loss stacks positives and negatives, so they are padded together, as PyLate's collator does.
+    both = model.tokenize(positive_texts + read_lines(a.negatives_file), is_query=False)
+    n = len(positive_texts)
+    docs, negatives = ({k: v[:n] for k, v in both.items()}, {k: v[n:] for k, v in both.items()})
+    with torch.no_grad():
+        in_batch = float(loss([queries, docs]))
+        with_negatives = float(loss([queries, docs, negatives]))
+    write_json(a.out_json, {"model": a.model_dir, "in_batch": in_batch, "with_negatives": with_negatives})
+
+
 def parser():
     p = argparse.ArgumentParser(prog="hf_model_ref.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -325,6 +346,10 @@ def parser():
     for name in ("model_dir", "queries_file", "docs_file", "out_json"):
         c.add_argument(name)
     c.set_defaults(run=pylate)
+    c = sub.add_parser("pylate-loss")
+    for name in ("model_dir", "queries_file", "docs_file", "negatives_file", "out_json"):
+        c.add_argument(name)
+    c.set_defaults(run=pylate_loss)
     return p
 
 

@@ -32,6 +32,7 @@
 #include "spread/tasks/maxsim.h"
 #include "spread/model/generate.h"
 #include "spread/train/run.h"
+#include "spread/train/setup.h"
 #include "spread/train/trainer.h"
 #include "spread/util/error.h"
 
@@ -55,6 +56,9 @@ const std::vector<std::string> kTexts = {
 // Queries for the ColBERT folder: short, with punctuation (the skiplist) and one longer than its 12 tokens.
 const std::vector<std::string> kQueries = {"who plays the guitar?", "dogs, grass & trees",
                                            "what does a cafe au lait cost in Paris on a rainy Sunday morning?"};
+// Each query's positive and hard negative document, for PyLate's training loss.
+const std::vector<std::string> kPositives = {kTexts[3], kTexts[4], kTexts[1]};
+const std::vector<std::string> kNegatives = {kTexts[0], kTexts[2], "Tea costs 2 euros in Rome; coffee, 1.20!"};
 
 std::string script() { return std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts/hf_model_ref.py"; }
 
@@ -100,6 +104,9 @@ std::vector<std::string> reference_jobs(const fs::path& w, const std::string& be
                              (w / "st_prompts.st.json").string()));
   jobs.push_back(fmt::format("pylate {} {} {} {}", (w / "pylate").string(), (w / "queries.txt").string(), texts,
                              (w / "pylate.json").string()));
+  jobs.push_back(fmt::format("pylate-loss {} {} {} {} {}", (w / "pylate").string(), (w / "queries.txt").string(),
+                             (w / "positives.txt").string(), (w / "negatives.txt").string(),
+                             (w / "pylate.loss.json").string()));
   jobs.push_back(fmt::format("generate {} {} {} --max-new-tokens 32", (w / "gpt2").string(),
                              (w / "prompts.txt").string(), (w / "gpt2.generate.json").string()));
   return jobs;
@@ -128,6 +135,8 @@ class HfImport : public ::testing::Test {
     for (const auto& j : reference_jobs("@", bert, gpt2)) key += j + "\n";
     for (const auto& t : kTexts) key += t + "\n";
     for (const auto& q : kQueries) key += q + "\n";
+    for (const auto& d : kPositives) key += d + "\n";
+    for (const auto& d : kNegatives) key += d + "\n";
     models_ = new fs::path(fs::temp_directory_path() /
                            fmt::format("spread_hf_models_{:016x}", std::hash<std::string>{}(key)));
     const fs::path w = *models_;
@@ -144,6 +153,8 @@ class HfImport : public ::testing::Test {
     write_lines(w / "texts.txt", kTexts);
     write_lines(w / "prompts.txt", {"The meaning of life is", "Once upon a time"});
     write_lines(w / "queries.txt", kQueries);
+    write_lines(w / "positives.txt", kPositives);
+    write_lines(w / "negatives.txt", kNegatives);
     write_lines(w / "jobs.txt", reference_jobs(w, bert, gpt2));
     const std::string cmd = fmt::format("'{}' '{}' --jobs '{}' > '{}' 2>&1", python_, script(),
                                         (w / "jobs.txt").string(), (w / "python.log").string());
@@ -303,15 +314,13 @@ TEST_F(HfImport, SentenceTransformersEncodeMatchesTheLibrary) {
   }
 }
 
-// A PyLate ColBERT folder: the ids PyLate feeds (prefix token after [CLS], [MASK] expansion, truncation), the token
-// vectors encode returns (documents without the skiplist's), and MaxSim scores, against pylate.models.ColBERT.
-TEST_F(HfImport, PyLateColbertFolderMatchesTheLibrary) {
-  spread::LoadedRun run = spread::load_run(dir("pylate").string());
-  ASSERT_EQ(run.recipe.train.objective, "maxsim");
-  EXPECT_EQ(run.model->config().head_dim, 16);
-  const json ref = read_json(dir("pylate.json"));
-  spread::MultiVectorSpec spec = spread::multi_vector_spec(run.recipe, *run.tokenizer, torch::kCPU);
-  spec.skip = run.colbert_skip;
+namespace {
+
+// Spread's multi-vector encoding of `run` against pylate.models.ColBERT's (hf_model_ref.py pylate): the ids PyLate
+// feeds (prefix token after [CLS], [MASK] expansion, truncation), the token vectors encode returns (documents
+// without the skiplist's), and MaxSim scores. Returns spread's scores [query][doc].
+std::vector<std::vector<double>> expect_colbert_matches(spread::LoadedRun& run, const json& ref) {
+  const spread::MultiVectorSpec spec = spread::multi_vector_spec(run.recipe, *run.tokenizer, torch::kCPU);
   const auto special = run.tokenizer->special_ids();
   torch::NoGradGuard no_grad;
   auto vectors = [&](const json& item, bool query) {
@@ -330,11 +339,23 @@ TEST_F(HfImport, PyLateColbertFolderMatchesTheLibrary) {
   std::vector<torch::Tensor> queries, docs;
   for (const auto& q : ref.at("queries")) queries.push_back(vectors(q, true));
   for (const auto& d : ref.at("docs")) docs.push_back(vectors(d, false));
+  std::vector<std::vector<double>> scores(queries.size());
   for (size_t i = 0; i < queries.size(); ++i)
     for (size_t j = 0; j < docs.size(); ++j) {
-      const double score = std::get<0>(queries[i].matmul(docs[j].t()).max(1)).sum().item<double>();
-      EXPECT_NEAR(score, ref.at("scores")[i][j].get<double>(), kTol) << i << ", " << j;
+      scores[i].push_back(std::get<0>(queries[i].matmul(docs[j].t()).max(1)).sum().item<double>());
+      EXPECT_NEAR(scores[i][j], ref.at("scores")[i][j].get<double>(), kTol) << i << ", " << j;
     }
+  return scores;
+}
+
+}  // namespace
+
+// A PyLate ColBERT folder read as one: its head, markers, lengths and skiplist, encoding as PyLate encodes.
+TEST_F(HfImport, PyLateColbertFolderMatchesTheLibrary) {
+  spread::LoadedRun run = spread::load_run(dir("pylate").string());
+  ASSERT_EQ(run.recipe.train.objective, "maxsim");
+  EXPECT_EQ(run.model->config().head_dim, 16);
+  expect_colbert_matches(run, read_json(dir("pylate.json")));
   // The command line reaches it: late-interaction retrieval of a model folder.
   auto r = run_spread(fmt::format("eval --model '{}' --beir '{}/beir_tiny' --pool-factors 1,2", dir("pylate").string(),
                                   SPREAD_TEST_DATA_DIR));
@@ -386,7 +407,8 @@ std::string train_from(const fs::path& work, const fs::path& folder, const std::
   std::vector<std::string> o = {"run.name=" + name, "run.out_dir=" + work.string(),
                                 "train.init_from=" + folder.string(), "train.batch_size=4", "train.warmup_steps=1",
                                 "train.eval_every=100", "train.ckpt_every=100", "train.log_every=1",
-                                "data.path=" + (extra.front() == "train.objective=contrastive" ? pairs : text).string()};
+                                "data.path=" + (extra.front() == "train.objective=lm" || extra.front() ==
+                                                "train.objective=mlm" ? text : pairs).string()};
   o.insert(o.end(), extra.begin(), extra.end());
   auto recipe = spread::parse_recipe("", "test.toml", o);
   EXPECT_EQ(spread::train(recipe, spread::TrainStart::Fresh), 0);
@@ -465,6 +487,123 @@ TEST_F(HfImport, FineTunedSentenceTransformerExportsBackAndTheLibraryAgrees) {
   const json before = read_json(dir("st_mean_norm.st.json"));
   auto normed = torch::nn::functional::normalize(got, torch::nn::functional::NormalizeFuncOptions().dim(1));
   EXPECT_GT(max_abs(normed, matrix(before.at("embeddings"))), 1e-4);
+}
+
+// train.init_from of a PyLate folder for objective maxsim: the run takes the folder's head, markers ("[Q] ", added
+// tokens), lengths and skiplist_words, and with a learning rate of 0 its model scores a batch exactly as
+// pylate.losses.Contrastive does (in-batch negatives, and with a hard negative each).
+TEST_F(HfImport, MaxsimFromPyLateFolderGivesPyLatesContrastiveLoss) {
+  const auto run_dir = train_from(*work_, dir("pylate"), "maxsim_from_pylate",
+                                  {"train.objective=maxsim", "data.source=pairs", "train.max_steps=1", "train.lr=0",
+                                   "train.min_lr=0"});
+  const auto recipe = spread::recipe_of_run(run_dir);
+  EXPECT_EQ(recipe.tokenizer.kind, "hf");
+  EXPECT_EQ(recipe.tokenizer.query_marker, "[Q] ");
+  EXPECT_EQ(recipe.tokenizer.document_marker, "[D] ");
+  EXPECT_EQ(recipe.model.head_dim, 16);
+  EXPECT_EQ(recipe.loss.maxsim.query_length, 12);
+  EXPECT_EQ(recipe.loss.maxsim.document_length, 20);
+  EXPECT_TRUE(recipe.loss.maxsim.skiplist);
+  EXPECT_EQ(recipe.loss.maxsim.skiplist_words.size(), 32u);  // PyLate's default: string.punctuation
+  spread::LoadedRun run = spread::load_run(run_dir);
+  const json ref = read_json(dir("pylate.loss.json"));
+  const spread::MultiVectorSpec spec = spread::multi_vector_spec(run.recipe, *run.tokenizer, torch::kCPU);
+  std::vector<std::vector<int32_t>> queries, positives, interleaved;
+  for (size_t i = 0; i < kQueries.size(); ++i) {
+    queries.push_back(spread::query_tokens(*run.tokenizer, kQueries[i], spec));
+    positives.push_back(spread::document_tokens(*run.tokenizer, kPositives[i], spec));
+    interleaved.push_back(positives.back());  // query i's positive at 2i, its negative at 2i + 1
+    interleaved.push_back(spread::document_tokens(*run.tokenizer, kNegatives[i], spec));
+  }
+  const auto pointers = [](const std::vector<std::vector<int32_t>>& seqs) {
+    std::vector<const std::vector<int32_t>*> out;
+    for (const auto& s : seqs) out.push_back(&s);
+    return out;
+  };
+  const auto special = run.tokenizer->special_ids();
+  spread::MaxSimStepOptions opt = spread::maxsim_step_options(run.recipe);
+  opt.grad_scale = 0;
+  torch::NoGradGuard no_grad;
+  const auto loss_of = [&](const std::vector<std::vector<int32_t>>& docs) {
+    const spread::MaxSimBatch batch{spread::query_batch(pointers(queries), special, spec),
+                                    spread::document_batch(pointers(docs), special, spec)};
+    return spread::maxsim_step(run.model, batch, opt).full.item<double>();
+  };
+  const double in_batch = loss_of(positives), with_negatives = loss_of(interleaved);
+  std::cout << "PyLate Contrastive " << ref.at("in_batch") << " / " << ref.at("with_negatives") << ", spread "
+            << in_batch << " / " << with_negatives << "\n";
+  EXPECT_NEAR(in_batch, ref.at("in_batch").get<double>(), kTol);
+  EXPECT_NEAR(with_negatives, ref.at("with_negatives").get<double>(), kTol);
+}
+
+// A BERT folder is no ColBERT folder: maxsim is refused until the recipe names two entries as markers (ColBERT's
+// [unused0] and [unused1]); then it trains from the folder's encoder with a fresh head, queries "[CLS] [unused0] ..".
+TEST_F(HfImport, MaxsimFromBertFolderNeedsTwoEntriesAsMarkers) {
+  const std::vector<std::string> maxsim = {"train.objective=maxsim", "data.source=pairs", "train.max_steps=2",
+                                           "loss.maxsim.query_length=16", "loss.maxsim.document_length=32",
+                                           "model.head_dim=8"};
+  try {
+    train_from(*work_, dir("bert"), "maxsim_from_bert_unmarked", maxsim);
+    ADD_FAILURE() << "maxsim from a BERT folder without markers was accepted";
+  } catch (const spread::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer.query_marker"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[unused0]"), std::string::npos) << e.what();
+  }
+  auto marked = maxsim;
+  marked.insert(marked.end(), {"tokenizer.query_marker=[unused0]", "tokenizer.document_marker=[unused1]"});
+  spread::LoadedRun run = spread::load_run(train_from(*work_, dir("bert"), "maxsim_from_bert", marked));
+  EXPECT_EQ(run.model->config().head_dim, 8);
+  const auto special = run.tokenizer->special_ids();
+  EXPECT_EQ(special.query, 1);  // bert-base-uncased: [PAD] 0, [unused0] 1, [unused1] 2
+  EXPECT_EQ(special.document, 2);
+  const spread::MultiVectorSpec spec = spread::multi_vector_spec(run.recipe, *run.tokenizer, torch::kCPU);
+  const auto ids = spread::query_tokens(*run.tokenizer, kQueries[0], spec);
+  const auto fed = spread::query_batch({&ids}, special, spec).ids[0];
+  EXPECT_EQ(fed[0].item<int64_t>(), special.cls);
+  EXPECT_EQ(fed[1].item<int64_t>(), 1);
+}
+
+// Fine-tune an imported PyLate model, export it, load the export with PyLate: its token vectors and MaxSim scores
+// equal the run's in spread, they moved from the imported model's, and the markers and skiplist went back as read.
+TEST_F(HfImport, FineTunedPyLateModelExportsBackAndTheLibraryAgrees) {
+  const auto run_dir = train_from(*work_, dir("pylate"), "maxsim_finetune",
+                                  {"train.objective=maxsim", "data.source=pairs", "train.max_steps=3",
+                                   "train.lr=1e-3"});
+  const fs::path out = *work_ / "maxsim_finetune_export";
+  auto e = run_spread(fmt::format("export --run '{}' --out '{}'", run_dir, out.string()));
+  ASSERT_EQ(e.code, 0) << e.output;
+  EXPECT_EQ(read_json(out / "config.json").at("architectures")[0], "BertModel");
+  const json config = read_json(out / "config_sentence_transformers.json");
+  const json imported = read_json(dir("pylate") / "config_sentence_transformers.json");
+  for (const char* key : {"query_prefix", "document_prefix", "skiplist_words", "query_length", "document_length"})
+    EXPECT_EQ(config.at(key), imported.at(key)) << key;
+  const fs::path ref = *work_ / "maxsim_finetune.pylate.json";
+  const std::string cmd = fmt::format("'{}' '{}' pylate '{}' '{}' '{}' '{}' > /dev/null 2>&1", python_, script(),
+                                      out.string(), dir("queries.txt").string(), dir("texts.txt").string(),
+                                      ref.string());
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  spread::LoadedRun run = spread::load_run(run_dir);
+  const auto scores = expect_colbert_matches(run, read_json(ref));
+  const json before = read_json(dir("pylate.json")).at("scores");
+  double moved = 0;
+  for (size_t i = 0; i < scores.size(); ++i)
+    for (size_t j = 0; j < scores[i].size(); ++j) moved = std::max(moved, std::abs(scores[i][j] - before[i][j].get<double>()));
+  EXPECT_GT(moved, 1e-4) << "training did not change the scores";
+}
+
+// The recipes for folders leave the shape and the tokenizer to the folder: each adopts a folder of its objective.
+TEST_F(HfImport, TheRecipesForFoldersAdoptTheirFolders) {
+  const fs::path recipes = fs::path(SPREAD_TEST_DATA_DIR) / "../../recipes";
+  for (const auto& [file, folder] : std::vector<std::pair<std::string, std::string>>{
+           {"finetune_st_wordnet.toml", "st_mean_norm"},
+           {"finetune_colbert_scifact.toml", "pylate"},
+           {"continue_gpt2_dispersion.toml", "gpt2"}}) {
+    SCOPED_TRACE(file);
+    const auto recipe = spread::load_recipe((recipes / file).string(), {"train.init_from=" + dir(folder).string()});
+    const auto adopted = spread::adopt_model_folder(recipe);
+    EXPECT_EQ(adopted.tokenizer.kind, "hf");
+    EXPECT_EQ(adopted.model.n_embd, 32 + 16 * (folder == "gpt2"));
+  }
 }
 
 // --- bad folders: one line, exit 2, naming the file and the fix (no Python needed) -----------------------------

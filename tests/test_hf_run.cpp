@@ -296,6 +296,21 @@ TEST(HfRecipe, RefusesAMissingPathAPathWithoutHfAndMaxsim) {
   EXPECT_NE(error_of({"tokenizer.kind=hf", "tokenizer.path=" + kBert, "train.objective=maxsim", "data.source=sick",
                       "data.path=x", "model.causal=false", "model.block_size=256"}).find("[Q]"), std::string::npos);
   EXPECT_EQ(error_of({"tokenizer.kind=hf", "tokenizer.path=" + kBert}), "");
+  // maxsim with two entries of the vocabulary as markers (ColBERT's [unused0] [unused1]); markers go together
+  // and need kind hf.
+  const std::vector<std::string> maxsim = {"tokenizer.kind=hf", "tokenizer.path=" + kBert, "train.objective=maxsim",
+                                           "data.source=sick", "data.path=x", "model.causal=false",
+                                           "model.block_size=256"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), maxsim.begin(), maxsim.end());
+    return error_of(more);
+  };
+  EXPECT_EQ(with({"tokenizer.query_marker=[unused0]", "tokenizer.document_marker=[unused1]"}), "");
+  EXPECT_NE(with({"tokenizer.query_marker=[unused0]"}).find("tokenizer.document_marker"), std::string::npos);
+  EXPECT_NE(error_of({"tokenizer.query_marker=[unused0]", "tokenizer.document_marker=[unused1]"})
+                .find("tokenizer.query_marker"), std::string::npos);
+  EXPECT_NE(with({"tokenizer.query_marker=[unused0]", "tokenizer.document_marker=[unused1]",
+                  "loss.maxsim.skiplist_words=[\".\"]"}).find("loss.maxsim.skiplist = true"), std::string::npos);
 }
 
 // BERT's [PAD] is id 0: MLM's random replacements must come from the whole vocabulary, not from [0, pad).

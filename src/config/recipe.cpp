@@ -221,6 +221,8 @@ const std::vector<Field>& schema() {
       int_field("tokenizer.vocab_size", REF(tokenizer.vocab_size), 32, 1 << 20),
       string_field("tokenizer.model", REF(tokenizer.model)),
       string_field("tokenizer.path", REF(tokenizer.path)),
+      string_field("tokenizer.query_marker", REF(tokenizer.query_marker)),
+      string_field("tokenizer.document_marker", REF(tokenizer.document_marker)),
       int_field("model.n_layer", REF(model.n_layer), 1, 256),
       int_field("model.n_head", REF(model.n_head), 1, 256),
       int_field("model.n_embd", REF(model.n_embd), 1, 65536),
@@ -279,6 +281,7 @@ const std::vector<Field>& schema() {
       int_field("loss.maxsim.document_length", REF(loss.maxsim.document_length), 4, 1 << 20),
       bool_field("loss.maxsim.query_expansion", REF(loss.maxsim.query_expansion)),
       bool_field("loss.maxsim.skiplist", REF(loss.maxsim.skiplist)),
+      string_list_field("loss.maxsim.skiplist_words", REF(loss.maxsim.skiplist_words)),
       bool_field("loss.maxsim.gather", REF(loss.maxsim.gather)),
       float_field("loss.maxsim.temperature", REF(loss.maxsim.temperature), 1e-4, 100.0),
       bool_field("loss.pooling_aware.enabled", REF(loss.pooling_aware.enabled)),
@@ -425,7 +428,10 @@ void validate_maxsim(const Recipe& r) {
          "set weight_full and weight_pooled to 1 (the defaults)");
 }
 
-// kind hf reads tokenizer.path and nothing else; the other kinds never read it.
+bool shape_from_model_folder(const Recipe& r);
+
+// kind hf reads tokenizer.path (and, for maxsim, the two marker entries); the other kinds never read them. With
+// train.init_from a model folder, the folder's tokenizer is adopted after parsing (train/setup.h).
 void validate_tokenizer(const Recipe& r) {
   const Origin at{r.source, 0};
   const auto& t = r.tokenizer;
@@ -433,6 +439,12 @@ void validate_tokenizer(const Recipe& r) {
     if (!t.path.empty())
       fail(at, "tokenizer.path", "is read only with tokenizer.kind = \"hf\"",
            "set kind = \"hf\" to use that Hugging Face tokenizer, or tokenizer.model for a sentencepiece model");
+    if (!shape_from_model_folder(r))
+      for (const auto& [key, value] : {std::pair{"tokenizer.query_marker", &t.query_marker},
+                                       std::pair{"tokenizer.document_marker", &t.document_marker}})
+        if (!value->empty())
+          fail(at, key, "is read only with tokenizer.kind = \"hf\"",
+               "drop it: kinds bpe and unigram reserve [Q] and [D] themselves");
     return;
   }
   if (t.path.empty())
@@ -440,9 +452,13 @@ void validate_tokenizer(const Recipe& r) {
          "set path to a tokenizer.json, vocab.txt, vocab.json or a folder holding one");
   if (!t.model.empty())
     fail(at, "tokenizer.model", "is a sentencepiece model; kind hf reads tokenizer.path", "drop tokenizer.model");
-  if (r.train.objective == "maxsim")
-    fail(at, "tokenizer.kind", "a Hugging Face vocabulary has no [Q] / [D] marker ids, which maxsim needs",
-         "pretrain the backbone with kind hf (mlm), or use kind bpe / unigram, which reserve [Q] and [D]");
+  if (t.query_marker.empty() != t.document_marker.empty())
+    fail(at, t.query_marker.empty() ? "tokenizer.query_marker" : "tokenizer.document_marker",
+         "is missing: the two markers go together", "set both tokenizer.query_marker and tokenizer.document_marker");
+  if (r.train.objective == "maxsim" && t.query_marker.empty())
+    fail(at, "tokenizer.query_marker", "maxsim needs [Q] / [D] marker ids, and a Hugging Face vocabulary names none",
+         "set tokenizer.query_marker and document_marker to two entries of the vocabulary (BERT's \"[unused0]\" "
+         "and \"[unused1]\"), or start from a PyLate folder (train.init_from), whose markers are adopted");
 }
 
 // train.init_from names a model folder that is not a spread export (train/setup.h, adopt_model_folder): the folder
@@ -464,6 +480,13 @@ void validate_objective(const Recipe& r) {
          "use text or wordnet, or set train.objective = \"contrastive\" or \"maxsim\"");
   const bool folder_shape = shape_from_model_folder(r);
   if (objective == "maxsim" && !folder_shape) validate_maxsim(r);
+  const auto& words = r.loss.maxsim.skiplist_words;
+  if (!words.empty() && !r.loss.maxsim.skiplist)
+    fail(at, "loss.maxsim.skiplist_words", "is read only with loss.maxsim.skiplist = true",
+         "set skiplist = true, or drop the words");
+  if (!words.empty() && r.tokenizer.kind != "hf" && !folder_shape)
+    fail(at, "loss.maxsim.skiplist_words", "names vocabulary entries, which only tokenizer.kind = \"hf\" has",
+         "drop it: kinds bpe and unigram skip punctuation by rule");
   if (is_pair_source(r.data.source) && r.data.source != "wordnet_pairs" && r.data.path.empty())
     fail(at, "data.path", "data.source = \"" + r.data.source + "\" needs a path",
          r.data.source == "beir" ? "the BEIR folder" : "the data file(s)");

@@ -69,11 +69,22 @@ SpecialIds vocabulary_special_ids(const hf::Tokenizer& hf) {
   return ids;
 }
 
+int32_t marker_id(const hf::Tokenizer& hf, const std::string& marker, const char* key, const std::string& source) {
+  if (auto id = hf.token_to_id(marker)) return int32_t(*id);
+  throw user_error(source, 0, key, "'" + marker + "' is no entry of this vocabulary",
+                   "use one of its entries (BERT's \"[unused0]\", \"[unused1]\"), or the tokenizer of a PyLate "
+                   "folder, which adds its prefixes as tokens");
+}
+
 class HfRunTokenizer final : public Tokenizer {
  public:
-  HfRunTokenizer(std::unique_ptr<hf::Tokenizer> hf, std::string json_text, std::string source)
+  HfRunTokenizer(std::unique_ptr<hf::Tokenizer> hf, std::string json_text, std::string source, HfMarkers markers)
       : hf_(std::move(hf)), json_text_(std::move(json_text)), source_(std::move(source)),
-        special_(vocabulary_special_ids(*hf_)) {}
+        markers_(std::move(markers)), special_(vocabulary_special_ids(*hf_)) {
+    if (markers_.query.empty()) return;
+    special_.query = marker_id(*hf_, markers_.query, "tokenizer.query_marker", source_);
+    special_.document = marker_id(*hf_, markers_.document, "tokenizer.document_marker", source_);
+  }
 
   std::vector<int32_t> encode(const std::string& text) const override {
     return hf_->encode(text, /*add_special_tokens=*/false).ids;
@@ -84,6 +95,10 @@ class HfRunTokenizer final : public Tokenizer {
   int64_t vocab_size() const override { return hf_->vocab_size(); }
   std::string kind() const override { return "hf"; }
   SpecialIds special_ids() const override { return special_; }
+  std::optional<int32_t> entry_id(const std::string& entry) const override {
+    if (auto id = hf_->token_to_id(entry)) return int32_t(*id);
+    return std::nullopt;
+  }
 
   void save(const std::string& run_dir) const override {
     write_tokenizer_files(run_dir, "hf", vocab_size(), kHfTokenizerFile, json_text_);
@@ -93,6 +108,10 @@ class HfRunTokenizer final : public Tokenizer {
     if (!bytes) throw user_error(meta_path.string(), 0, "", "cannot read the tokenizer description just written");
     nlohmann::json meta = nlohmann::json::parse(*bytes);
     meta["source"] = fs::absolute(source_).lexically_normal().string();
+    if (!markers_.query.empty()) {
+      meta["query_marker"] = markers_.query;
+      meta["document_marker"] = markers_.document;
+    }
     const std::string tmp = meta_path.string() + ".tmp";
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -106,16 +125,17 @@ class HfRunTokenizer final : public Tokenizer {
   std::unique_ptr<hf::Tokenizer> hf_;
   std::string json_text_;  // what save() keeps: the file as read
   std::string source_;
+  HfMarkers markers_;
   SpecialIds special_;
 };
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> load_hf_run_tokenizer(const std::string& path) {
+std::unique_ptr<Tokenizer> load_hf_run_tokenizer(const std::string& path, const HfMarkers& markers) {
   auto hf = hf::Tokenizer::load(path);
   std::string json_text = hf->to_json();
   if (auto stripped = without_truncation_and_padding(json_text, path)) hf = load_from_text(*stripped, path);
-  return std::make_unique<HfRunTokenizer>(std::move(hf), std::move(json_text), path);
+  return std::make_unique<HfRunTokenizer>(std::move(hf), std::move(json_text), path, markers);
 }
 
 }  // namespace spread

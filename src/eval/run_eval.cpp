@@ -126,7 +126,6 @@ void require_maxsim_run(const LoadedRun& run, const char* what) {
 
 MultiVectorSpec multi_vector_spec_of(const LoadedRun& run, int64_t batch_size) {
   MultiVectorSpec spec = multi_vector_spec(run.recipe, *run.tokenizer, recipe_device(run.recipe));
-  if (run.colbert) spec.skip = run.colbert->skiplist_words.empty() ? std::vector<bool>() : run.colbert_skip;
   spec.batch_size = batch_size;
   return spec;
 }

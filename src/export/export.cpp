@@ -118,11 +118,13 @@ nlohmann::json skiplist_words(const Tokenizer& tokenizer, const std::optional<nl
 // PyLate L2-normalises the token vectors itself, as token_vectors does); the ColBERT keys of
 // config_sentence_transformers.json. PyLate inserts the marker's id after [CLS] (convert_tokens_to_ids of the
 // prefix), so the prefixes are the reserved tokens' names without PyLate's default trailing space: "[Q] " is no
-// token of this vocabulary and PyLate would add it as a new, untrained one. Expansion tokens are never attended to
+// token of this vocabulary and PyLate would add it as a new, untrained one. A run of kind hf writes its markers
+// (a PyLate folder's "[Q] ", or entries such as "[unused0]") and its skiplist_words as they are. Expansion tokens are never attended to
 // (attend_to_expansion_tokens false); an empty skiplist_words keeps PyLate from falling back to its punctuation list.
 void add_pylate_files(const Recipe& recipe, const TransformerConfig& cfg, const NamedTensors& params,
                       const Tokenizer& tokenizer, const std::optional<nlohmann::json>& tokenizer_json, Files& files) {
   const auto& m = recipe.loss.maxsim;
+  const bool hf_markers = !recipe.tokenizer.query_marker.empty();  // a Hugging Face vocabulary's own entries
   files["modules.json"] = json_file(nlohmann::json::array(
       {{{"idx", 0}, {"name", "0"}, {"path", ""}, {"type", "sentence_transformers.models.Transformer"}},
        {{"idx", 1}, {"name", "1"}, {"path", "1_Dense"}, {"type", "pylate.models.Dense.Dense"}}}));
@@ -131,12 +133,14 @@ void add_pylate_files(const Recipe& recipe, const TransformerConfig& cfg, const 
                  {"prompts", nlohmann::json::object()},
                  {"default_prompt_name", nullptr},
                  {"similarity_fn_name", "MaxSim"},
-                 {"query_prefix", "[Q]"},
-                 {"document_prefix", "[D]"},
+                 {"query_prefix", hf_markers ? recipe.tokenizer.query_marker : "[Q]"},
+                 {"document_prefix", hf_markers ? recipe.tokenizer.document_marker : "[D]"},
                  {"query_length", m.query_length},
                  {"document_length", m.document_length},
                  {"attend_to_expansion_tokens", false},
-                 {"skiplist_words", m.skiplist ? skiplist_words(tokenizer, tokenizer_json) : nlohmann::json::array()},
+                 {"skiplist_words", !m.skiplist               ? nlohmann::json::array()
+                                    : !m.skiplist_words.empty() ? nlohmann::json(m.skiplist_words)
+                                                                : skiplist_words(tokenizer, tokenizer_json)},
                  {"do_query_expansion", m.query_expansion}});
   files["sentence_bert_config.json"] = json_file({{"max_seq_length", m.document_length}, {"do_lower_case", false}});
   const torch::Tensor& head = params.at("head.weight");  // [head_dim, n_embd], nn.Linear's [out, in]

@@ -511,6 +511,9 @@ Recipe recipe_of_model_folder(const HfModelFolder& folder) {
     r.loss.maxsim.document_length = m.document_length;
     r.loss.maxsim.query_expansion = m.query_expansion;
     r.loss.maxsim.skiplist = !m.skiplist_words.empty();
+    r.loss.maxsim.skiplist_words = m.skiplist_words;
+    r.tokenizer.query_marker = m.query_prefix;
+    r.tokenizer.document_marker = m.document_prefix;
   }
   if (folder.sentence) {
     r.loss.contrastive.pooling = folder.sentence->pooling;

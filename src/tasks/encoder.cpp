@@ -21,7 +21,8 @@ std::shared_ptr<Tokenizer> prepare_encoder_tokenizer(const Recipe& recipe, const
   if (fs::exists(fs::path(run_dir) / "tokenizer.json")) return load_tokenizer(run_dir);
   std::string text;
   for (const auto& t : training_texts) text += t + "\n";
-  TokenizerSpec spec{recipe.tokenizer.kind, recipe.tokenizer.vocab_size, recipe.tokenizer.model, recipe.tokenizer.path};
+  const auto& t = recipe.tokenizer;
+  TokenizerSpec spec{t.kind, t.vocab_size, t.model, t.path, t.query_marker, t.document_marker};
   auto base = build_tokenizer(spec, text, run_dir);
   // Appended ids would be unknown to the HF file that export writes as it is: the vocabulary must bring its own.
   if (spec.kind == "hf" && !base->special_ids().present())
@@ -32,8 +33,10 @@ std::shared_ptr<Tokenizer> prepare_encoder_tokenizer(const Recipe& recipe, const
   tokenizer->save(run_dir);
   const SpecialIds s = tokenizer->special_ids();
   if (spec.kind == "hf")
-    note(fmt::format("tokenizer: hf with {} ids from {} ([PAD] [CLS] [SEP] [MASK] = {} {} {} {}), saved in {}",
-                     tokenizer->vocab_size(), spec.hf_path, s.pad, s.cls, s.sep, s.mask, run_dir));
+    note(fmt::format("tokenizer: hf with {} ids from {} ([PAD] [CLS] [SEP] [MASK] = {} {} {} {}{}), saved in {}",
+                     tokenizer->vocab_size(), spec.hf_path, s.pad, s.cls, s.sep, s.mask,
+                     s.has_markers() ? fmt::format("; [Q] [D] = '{}' {}, '{}' {}", t.query_marker, s.query,
+                                                   t.document_marker, s.document) : "", run_dir));
   else
     note(fmt::format("tokenizer: {} with {} ids (reserved [PAD] .. [D] = {}..{}), saved in {}", tokenizer->kind(),
                      tokenizer->vocab_size(), s.pad, tokenizer->vocab_size() - 1, run_dir));

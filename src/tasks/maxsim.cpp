@@ -59,13 +59,32 @@ MaxSimLoss maxsim_step(Transformer& model, const MaxSimBatch& batch, const MaxSi
   return loss;
 }
 
+namespace {
+
+// PyLate's rule for its skiplist_words: each word's id by convert_tokens_to_ids, that is the entry's, else [UNK]'s.
+std::vector<bool> skiplist_ids(const Tokenizer& tokenizer, const Recipe& recipe) {
+  std::vector<bool> skip(size_t(tokenizer.vocab_size()), false);
+  for (const auto& word : recipe.loss.maxsim.skiplist_words) {
+    auto id = tokenizer.entry_id(word);
+    if (!id) id = tokenizer.entry_id("[UNK]");
+    if (!id || *id < 0 || *id >= tokenizer.vocab_size())
+      throw user_error(recipe.source, 0, "loss.maxsim.skiplist_words",
+                       "'" + word + "' is no entry of the vocabulary, which has no [UNK] either",
+                       "list entries of the run's tokenizer");
+    skip[size_t(*id)] = true;
+  }
+  return skip;
+}
+
+}  // namespace
+
 MultiVectorSpec multi_vector_spec(const Recipe& recipe, const Tokenizer& tokenizer, const torch::Device& device) {
   const auto& m = recipe.loss.maxsim;
   MultiVectorSpec spec;
   spec.query_length = m.query_length;
   spec.document_length = m.document_length;
   spec.query_expansion = m.query_expansion;
-  if (m.skiplist) spec.skip = punctuation_ids(tokenizer);
+  if (m.skiplist) spec.skip = m.skiplist_words.empty() ? punctuation_ids(tokenizer) : skiplist_ids(tokenizer, recipe);
   spec.batch_size = std::max<int64_t>(recipe.train.batch_size, 32);
   spec.device = device;
   return spec;
@@ -90,10 +109,11 @@ MaxSimTask::MaxSimTask(const Recipe& recipe, const std::string& run_dir, torch::
     : recipe_(recipe), shard_(shard), device_(device), step_options_(maxsim_step_options(recipe)) {
   PairSet pairs = load_recipe_pairs(recipe, note);
   tokenizer_ = prepare_encoder_tokenizer(recipe, run_dir, pair_texts(pairs.train), note);
-  if (tokenizer_->kind() == "hf")
-    throw user_error(recipe.source, 0, recipe.train.init_from.empty() ? "tokenizer" : "train.init_from",
-                     "the run's tokenizer is a Hugging Face vocabulary (kind hf), which has no [Q] / [D] ids",
-                     "pretrain the backbone with tokenizer.kind = \"bpe\" or \"unigram\", which reserve them");
+  if (tokenizer_->kind() == "hf" && !tokenizer_->special_ids().has_markers())
+    throw user_error(recipe.source, 0, "tokenizer.query_marker",
+                     "the run's tokenizer is a Hugging Face vocabulary (kind hf), which names no [Q] / [D] ids",
+                     "set tokenizer.query_marker and document_marker to two entries of it (BERT's \"[unused0]\" "
+                     "and \"[unused1]\")");
   if (!tokenizer_->special_ids().has_markers())
     throw user_error(recipe.source, 0, recipe.train.init_from.empty() ? "tokenizer" : "train.init_from",
                      "the run's tokenizer has no [Q] / [D] ids (it was built before spread reserved them)",

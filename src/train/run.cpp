@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "spread/data/hf/tokenizer.h"
 #include "spread/data/hf_run_tokenizer.h"
 #include "spread/data/special_tokens.h"
 #include "spread/data/text_stream.h"
@@ -14,54 +13,6 @@
 namespace spread {
 namespace {
 
-// A PyLate folder's tokenizer: the Hugging Face one with the folder's query and document prefixes (added tokens
-// such as "[Q] ") as spread's [Q] / [D] markers, which multi-vector encoding inserts after [CLS].
-class MarkedTokenizer final : public Tokenizer {
- public:
-  MarkedTokenizer(std::shared_ptr<Tokenizer> inner, int32_t query, int32_t document)
-      : inner_(std::move(inner)), special_(inner_->special_ids()) {
-    special_.query = query;
-    special_.document = document;
-  }
-  std::vector<int32_t> encode(const std::string& text) const override { return inner_->encode(text); }
-  std::string decode(const std::vector<int32_t>& ids) const override { return inner_->decode(ids); }
-  int64_t vocab_size() const override { return inner_->vocab_size(); }
-  std::string kind() const override { return inner_->kind(); }
-  void save(const std::string& run_dir) const override { inner_->save(run_dir); }
-  int32_t bos_id() const override { return inner_->bos_id(); }
-  int32_t eos_id() const override { return inner_->eos_id(); }
-  SpecialIds special_ids() const override { return special_; }
-
- private:
-  std::shared_ptr<Tokenizer> inner_;
-  SpecialIds special_;
-};
-
-// The id of a vocabulary entry as PyLate's convert_tokens_to_ids gives it: the entry's, else [UNK]'s.
-int32_t entry_id(const hf::Tokenizer& hf, const std::string& entry, const std::string& source) {
-  if (auto id = hf.token_to_id(entry)) return int32_t(*id);
-  if (auto unk = hf.token_to_id("[UNK]")) return int32_t(*unk);
-  throw user_error(source, 0, "", "the tokenizer has no entry '" + entry + "' (nor [UNK])");
-}
-
-void add_colbert_markers(LoadedRun& run, const ColbertModules& m, const std::string& folder) {
-  const std::string source = folder + "/config_sentence_transformers.json";
-  const auto hf = hf::Tokenizer::load(run.recipe.tokenizer.path);
-  for (const std::string* prefix : {&m.query_prefix, &m.document_prefix})
-    if (!hf->token_to_id(*prefix))
-      throw user_error(source, 0, prefix == &m.query_prefix ? "query_prefix" : "document_prefix",
-                       "'" + *prefix + "' is no token of the folder's tokenizer", "PyLate adds it as a token");
-  run.tokenizer = std::make_shared<MarkedTokenizer>(run.tokenizer, int32_t(*hf->token_to_id(m.query_prefix)),
-                                                    int32_t(*hf->token_to_id(m.document_prefix)));
-  run.colbert_skip.assign(size_t(run.tokenizer->vocab_size()), false);
-  for (const auto& word : m.skiplist_words) {
-    const int32_t id = entry_id(*hf, word, source);
-    if (id < 0 || size_t(id) >= run.colbert_skip.size())
-      throw user_error(source, 0, "skiplist_words", fmt::format("'{}' has id {}, outside the vocabulary", word, id));
-    run.colbert_skip[size_t(id)] = true;
-  }
-}
-
 LoadedRun load_model_folder(const std::string& dir) {
   HfModelFolder folder = read_hf_model_folder(dir);
   LoadedRun run;
@@ -69,7 +20,9 @@ LoadedRun load_model_folder(const std::string& dir) {
   run.model_folder = true;
   run.sentence = folder.sentence;
   run.recipe = recipe_of_model_folder(folder);
-  run.tokenizer = load_hf_run_tokenizer(run.recipe.tokenizer.path);
+  // A PyLate folder's prefixes ("[Q] ", added tokens) are spread's markers, which encoding inserts after [CLS].
+  const auto& t = run.recipe.tokenizer;
+  run.tokenizer = load_hf_run_tokenizer(t.path, {t.query_marker, t.document_marker});
   // Embedding tables are often padded past the tokenizer (to a multiple of 8 or 64); never the other way.
   if (run.tokenizer->vocab_size() > folder.config.vocab_size)
     throw user_error(run.recipe.source, 0, "vocab_size",
@@ -77,7 +30,6 @@ LoadedRun load_model_folder(const std::string& dir) {
                                  run.tokenizer->vocab_size()),
                      "the tokenizer files do not belong to this model");
   run.colbert = folder.colbert;
-  if (folder.colbert) add_colbert_markers(run, *folder.colbert, dir);
   run.model = Transformer(folder.config);
   load_model_weights(run.model, folder.weights, folder.model_dir);
   run.model->eval();

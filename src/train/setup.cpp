@@ -74,9 +74,31 @@ void check_against_folder_shape(const Recipe& r) {
                      fmt::format("\"{}\" does not fit the model folder {}, a {} model", objective, r.train.init_from,
                                  m.causal ? "causal (GPT-2)" : "bidirectional (BERT)"),
                      m.causal ? "use objective lm or contrastive" : "use objective mlm, contrastive or maxsim");
-  if (objective == "maxsim")
-    throw user_error(r.source, 0, "train.init_from", "maxsim training from a model folder is not implemented yet",
-                     "spread eval --model and calibrate read PyLate folders; train maxsim from a spread run");
+  if (objective == "maxsim" && r.tokenizer.query_marker.empty())
+    throw user_error(r.source, 0, "tokenizer.query_marker",
+                     fmt::format("the model folder {} is no PyLate folder, so it names no [Q] / [D] markers",
+                                 r.train.init_from),
+                     "set tokenizer.query_marker and document_marker to two entries of its vocabulary (BERT's "
+                     "\"[unused0]\" and \"[unused1]\")");
+}
+
+// A PyLate folder decides the multi-vector head, the markers and the skiplist; its lengths and query expansion are
+// the defaults of the run, which the recipe may change.
+void adopt_colbert(Recipe& r, const Recipe& implied) {
+  const ModelConfig dm;
+  const TokenizerConfig dt;
+  const MaxSimConfig ds;
+  adopt(r.model.head_dim, implied.model.head_dim, dm.head_dim, "model.head_dim", r);
+  adopt(r.tokenizer.query_marker, implied.tokenizer.query_marker, dt.query_marker, "tokenizer.query_marker", r);
+  adopt(r.tokenizer.document_marker, implied.tokenizer.document_marker, dt.document_marker,
+        "tokenizer.document_marker", r);
+  auto& m = r.loss.maxsim;
+  const auto& f = implied.loss.maxsim;
+  adopt(m.skiplist_words, f.skiplist_words, ds.skiplist_words, "loss.maxsim.skiplist_words", r);
+  m.skiplist = m.skiplist || f.skiplist;
+  if (m.query_length == ds.query_length) m.query_length = f.query_length;
+  if (m.document_length == ds.document_length) m.document_length = f.document_length;
+  if (m.query_expansion == ds.query_expansion) m.query_expansion = f.query_expansion;
 }
 
 }  // namespace
@@ -114,6 +136,7 @@ Recipe adopt_model_folder(const Recipe& recipe) {
   r.tokenizer.path = implied.tokenizer.path;
   if (r.data.max_length == 0) r.data.max_length = implied.data.max_length;
   if (r.loss.contrastive.pooling == ContrastiveConfig().pooling) r.loss.contrastive.pooling = implied.loss.contrastive.pooling;
+  if (implied.train.objective == "maxsim" && r.train.objective == "maxsim") adopt_colbert(r, implied);
   check_against_folder_shape(r);
   return r;
 }

@@ -36,6 +36,9 @@ struct TokenizerConfig {
   int64_t vocab_size = 2048;  // not used by char and hf
   std::string model;  // an existing sentencepiece model file; empty = train one from the data
   std::string path;   // kind hf: a Hugging Face tokenizer.json, vocab.txt, vocab.json or their folder
+  // kind hf, objective maxsim: the vocabulary entries that serve as the [Q] / [D] markers (a PyLate folder's
+  // query_prefix / document_prefix, such as "[Q] ", or two unused BERT entries such as "[unused0]", "[unused1]")
+  std::string query_marker, document_marker;
 };
 
 struct ModelConfig {
@@ -121,6 +124,9 @@ struct MaxSimConfig {
   int64_t document_length = 180;  // tokens per document, markers included
   bool query_expansion = true;    // queries padded with [MASK] to query_length, which attend and score (ColBERT)
   bool skiplist = false;          // document tokens that are punctuation only take no part in MaxSim
+  // With skiplist and kind hf: the vocabulary entries left out of documents instead (PyLate's skiplist_words, each
+  // the entry's id or [UNK]'s, as its convert_tokens_to_ids); empty = the punctuation rule
+  std::vector<std::string> skiplist_words;
   bool gather = false;            // data-parallel: every query is scored against the global batch's documents
   double temperature = 1.0;       // scores / temperature before the cross-entropy (SPEC: 1)
 };

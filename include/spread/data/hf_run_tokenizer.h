@@ -10,10 +10,13 @@
 //   vocab    vocab_size() with the added tokens.
 //   special_ids()  the vocabulary's own [PAD] [CLS] [SEP] [MASK] (BERT's 0, 101, 102, 103) when it has all four,
 //            none otherwise (encoder objectives then refuse the vocabulary instead of appending new ids, which the
-//            HF file would not know). No [Q] / [D]: a Hugging Face vocabulary has no late-interaction markers, so
-//            the recipe refuses objective maxsim with kind hf.
+//            HF file would not know). [Q] / [D] only where the markers name two entries: a Hugging Face vocabulary
+//            has no late-interaction markers of its own (PyLate adds "[Q] " and "[D] " to it; ColBERT used
+//            BERT's [unused0] and [unused1]).
+//   entry_id the vocabulary's token_to_id (added tokens included).
 // In a run directory: tokenizer.hf.json (the HF file exactly as read; the legacy layouts converted to it) beside
-// spread's tokenizer.json {"kind": "hf", "vocab_size", "file": "tokenizer.hf.json", "source"}, so that resume,
+// spread's tokenizer.json {"kind": "hf", "vocab_size", "file": "tokenizer.hf.json", "source", and the markers as
+// "query_marker" / "document_marker" when there are any}, so that resume,
 // eval, generate and export need no access to the original path. Export writes tokenizer.hf.json as the folder's
 // tokenizer.json, byte for byte.
 #include <memory>
@@ -25,7 +28,12 @@ namespace spread {
 
 inline constexpr const char* kHfTokenizerFile = "tokenizer.hf.json";
 
-// Loads `path` (any layout hf::Tokenizer::load reads). UserError naming the file for anything it cannot read.
-std::unique_ptr<Tokenizer> load_hf_run_tokenizer(const std::string& path);
+struct HfMarkers {
+  std::string query, document;  // entries of the vocabulary used as [Q] / [D]; empty = none
+};
+
+// Loads `path` (any layout hf::Tokenizer::load reads). UserError naming the file for anything it cannot read, and
+// naming tokenizer.query_marker / document_marker for a marker that is no entry of the vocabulary.
+std::unique_ptr<Tokenizer> load_hf_run_tokenizer(const std::string& path, const HfMarkers& markers = {});
 
 }  // namespace spread

@@ -13,6 +13,7 @@
 // Hugging Face tokenizer used as it is, data/hf_run_tokenizer.h).
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ class Tokenizer {
   virtual int32_t bos_id() const { return -1; }
   virtual int32_t eos_id() const { return -1; }
   virtual SpecialIds special_ids() const { return {}; }
+  // The id of a vocabulary entry spelled as the tokenizer file lists it (data/hf_run_tokenizer.h); nullopt when
+  // there is no such entry, or the kind has no entry names (char, bpe, unigram).
+  virtual std::optional<int32_t> entry_id(const std::string& entry) const { return std::nullopt; }
 };
 
 struct TokenizerSpec {
@@ -56,6 +60,7 @@ struct TokenizerSpec {
   int64_t vocab_size = 2048;  // ignored by char and hf
   std::string model_path;     // an existing sentencepiece .model to use instead of training one
   std::string hf_path;        // kind hf: a tokenizer.json, vocab.txt, vocab.json or a folder of them
+  std::string query_marker, document_marker;  // kind hf: the entries used as [Q] / [D] (empty: none)
 };
 
 // Builds a tokenizer for `spec` from the training text (a char vocabulary, or a trained sentencepiece model), or

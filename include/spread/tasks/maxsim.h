@@ -41,6 +41,8 @@ struct MaxSimLoss {
 // is not 0.
 MaxSimLoss maxsim_step(Transformer& model, const MaxSimBatch& batch, const MaxSimStepOptions& opt);
 
+// The recipe's lengths and expansion; the skiplist: loss.maxsim.skiplist_words' ids when it lists any (PyLate's
+// rule), else the punctuation rule.
 MultiVectorSpec multi_vector_spec(const Recipe& recipe, const Tokenizer& tokenizer, const torch::Device& device);
 MaxSimStepOptions maxsim_step_options(const Recipe& recipe);
 

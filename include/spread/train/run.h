@@ -24,7 +24,6 @@ struct LoadedRun {
   bool model_folder = false;  // a Hugging Face / sentence-transformers folder, not a run (recipe: the folder's)
   std::optional<SentenceTransformersModules> sentence;  // its sentence-transformers modules, when it has them
   std::optional<ColbertModules> colbert;                // its PyLate modules, when it has them
-  std::vector<bool> colbert_skip;                       // by id: the skiplist_words' ids (PyLate's rule)
 };
 
 // Throws UserError (naming the directory and the fix) when the run dir has no recipe or no checkpoint to use
