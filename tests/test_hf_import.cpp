@@ -599,7 +599,9 @@ TEST_F(HfImport, TheRecipesForFoldersAdoptTheirFolders) {
            {"finetune_colbert_scifact.toml", "pylate"},
            {"continue_gpt2_dispersion.toml", "gpt2"}}) {
     SCOPED_TRACE(file);
-    const auto recipe = spread::load_recipe((recipes / file).string(), {"train.init_from=" + dir(folder).string()});
+    const auto recipe = spread::load_recipe((recipes / file).string(),
+                                            {"train.init_from=" + dir(folder).string(),
+                                             "data.root=" + spread::testing::shared_data_dir()});
     const auto adopted = spread::adopt_model_folder(recipe);
     EXPECT_EQ(adopted.tokenizer.kind, "hf");
     EXPECT_EQ(adopted.model.n_embd, 32 + 16 * (folder == "gpt2"));
