@@ -13,32 +13,7 @@
 set -euo pipefail
 shopt -s inherit_errexit  # a failing command inside $(...) stops the script too
 cd "$(dirname "$0")/.."
-data="${1:-${SPREAD_DATA:-../shared/data}/tinyshakespeare/input.txt}"
-[[ -f "$data" ]] || { echo "no data file $data (pass one as the first argument)"; exit 2; }
-scripts/build.sh --target spread bench_matmul bench_step >/dev/null
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-steps_a=${STEPS_A:-500} steps_b=${STEPS_B:-40} pairs=${PAIRS:-16}
-
-json_field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1].splitlines()[-1])[sys.argv[2]])' "$1" "$2"; }
-matmul=$(build/bench_matmul)
-peak=$(json_field "$matmul" matmul_peak_gflops)
-bf16_peak=$(json_field "$matmul" bf16_matmul_peak_gflops)
-echo "matmul peak: ${peak} GFLOP/s ($(json_field "$matmul" blas) $(json_field "$matmul" threading)," \
-     "core $(json_field "$matmul" core), $(json_field "$matmul" origin)); bf16 (oneDNN): ${bf16_peak} GFLOP/s"
-# The reference runs under the same BLAS core: the one spread chose itself, if it did.
-ref_env=()
-[[ "$(json_field "$matmul" origin)" == "spread (auto)" ]] && ref_env=(OPENBLAS_CORETYPE="$(json_field "$matmul" core)")
-
-common=(--set run.out_dir="$out" --set data.source=text --set data.path="$data" --set tokenizer.kind=char
-        --set train.eval_every=0 --set train.ckpt_every=0 --set train.log_every=5 --set model.dropout=0.0
-        --set train.warmup_steps=5)
-shape_a=(--set model.n_layer=4 --set model.n_head=4 --set model.n_embd=128 --set model.block_size=64
-         --set train.batch_size=12 --set train.max_steps="$steps_a")
-shape_b=(--set model.n_layer=6 --set model.n_head=6 --set model.n_embd=384 --set model.block_size=256
-         --set train.batch_size=8 --set train.max_steps="$steps_b")
-ref_a=(--n-layer 4 --n-head 4 --n-embd 128 --block 64 --batch 12 --steps "$steps_a")
-ref_b=(--n-layer 6 --n-head 6 --n-embd 384 --block 256 --batch 8 --steps "$steps_b")
+source scripts/lm_bench_common.sh "$@"
 
 # bf16 against float32 on shape B: two models of the same initial weights take steps in turn (bench_step), so the
 # machine's drift lands on both; the ratio is the median of the per-pair ratios.
@@ -61,24 +36,6 @@ print(f'bf16 / fp32 speed: {1 / (1 + r["cost_pct"] / 100):.3f}x (median of {r["p
 PY
 }
 if [[ "${BF16_ONLY:-0}" == 1 ]]; then bf16_vs_fp32; exit 0; fi
-
-# Median tokens/s over the logged windows after the first (warm-up), MFU and peak RSS of one run.
-measure() {
-  local name=$1; shift
-  build/spread train recipes/shakespeare_char.toml --set run.name="$name" "${common[@]}" "$@" >"$out/$name.log"
-  python3 - "$out/$name" "$peak" <<'PY'
-import json, statistics, sys, tomllib
-run, peak = sys.argv[1], float(sys.argv[2])
-lines = [json.loads(l) for l in open(run + "/metrics.jsonl")]
-tps = [l["tokens_per_s"] for l in lines if "tokens_per_s" in l and l["step"] > 5]
-n = json.load(open(run + "/run.json"))["parameters"]
-rec = tomllib.load(open(run + "/recipe.toml", "rb"))["model"]
-flops = 6 * n + 12 * rec["n_layer"] * rec["n_embd"] * rec["block_size"]
-end = [l for l in lines if l.get("event") == "end"][0]
-t = statistics.median(tps)
-print(f'{t:.0f} {100 * t * flops / (peak * 1e9):.1f} {end["peak_rss_mib"]:.0f}')
-PY
-}
 
 # nanoGPT (scripts/nanogpt_ref.py on Debian's python3-torch, PyTorch 1.13, as Debian runs it: one LibTorch
 # thread, the system's OpenBLAS) on the same shapes, data and BLAS core, alternating with spread (nanoGPT

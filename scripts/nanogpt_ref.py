@@ -2,11 +2,17 @@
 """The reference for scripts/bench_lm.sh: nanoGPT's model and training step (PyTorch eager, as Karpathy's
 model.py and train.py run on a CPU: manual causal attention, AdamW with decay/no-decay groups, clipping at 1.0,
 dropout 0), timed on the same shapes, data and BLAS as spread, so the speed ratio comes from one run.
-Needs Debian's python3-torch (PyTorch 1.13, the version the issue's nanoGPT numbers were measured with).
+Runs on Debian's python3-torch (PyTorch 1.13, the version the issue's nanoGPT numbers were measured with) and on
+today's PyTorch (the pinned torch of scripts/python_env.sh), where it also takes
+  --dtype bfloat16   the forward pass and loss under torch.autocast("cpu", dtype=torch.bfloat16), the CPU form of
+                     nanoGPT's mixed precision (its train.py autocasts on GPUs only), master weights float32
+  --compile          torch.compile(model) as nanoGPT's compile = True (inductor; its compile time falls in the
+                     warm-up window, and --steps should leave several windows after it)
 Prints one JSON line: {"tokens_per_s": median over windows of 5 steps after the first 5, "parameters": N}.
     /usr/bin/python3 scripts/nanogpt_ref.py DATA --n-layer 6 --n-head 6 --n-embd 384 --block 256 --batch 8
 """
 import argparse
+import contextlib
 import ctypes
 import json
 import math
@@ -96,9 +102,12 @@ def main():
     p.add_argument("--batch", type=int, default=12)
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--bias", type=int, default=1, help="biases in Linear and LayerNorm (spread's default: 1)")
+    p.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
+    p.add_argument("--compile", action="store_true")
+    p.add_argument("--warmup-steps", type=int, default=5, help="steps before the first timed window")
     a = p.parse_args()
-    if a.steps < 10:
-        p.error("--steps must be at least 10 (the first window of 5 is warm-up)")
+    if a.steps < a.warmup_steps + 5:
+        p.error("--steps must leave at least one window of 5 after the warm-up")
 
     text = open(a.data, encoding="utf-8").read()
     chars = sorted(set(text))
@@ -111,6 +120,8 @@ def main():
     groups = [{"params": [q for q in params if q.dim() >= 2], "weight_decay": 0.1},
               {"params": [q for q in params if q.dim() < 2], "weight_decay": 0.0}]
     optimizer = torch.optim.AdamW(groups, lr=1e-3, betas=(0.9, 0.99))
+    forward = torch.compile(model) if a.compile else model
+    ctx = (torch.autocast("cpu", dtype=torch.bfloat16) if a.dtype == "bfloat16" else contextlib.nullcontext())
 
     def get_batch():
         ix = torch.randint(len(data) - a.block, (a.batch,))
@@ -122,25 +133,29 @@ def main():
     x, y = get_batch()
     tokens_per_s, window_start = [], time.perf_counter()
     for step in range(1, a.steps + 1):
-        loss = model(x, y)
+        with ctx:
+            loss = forward(x, y)
         x, y = get_batch()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         loss.item()
-        if step % 5 == 0:
+        if step >= a.warmup_steps and (step - a.warmup_steps) % 5 == 0:
             now = time.perf_counter()
-            if step > 5:
+            if step > a.warmup_steps:
                 tokens_per_s.append(5 * a.batch * a.block / (now - window_start))
             window_start = now
     n = sum(q.numel() for q in model.parameters()) - model.wpe.weight.numel()
     print(json.dumps({"tokens_per_s": round(statistics.median(tokens_per_s), 1), "parameters": n,
-                      "torch": torch.__version__, "threads": torch.get_num_threads(), **openblas_info()}))
+                      "torch": torch.__version__, "threads": torch.get_num_threads(), "dtype": a.dtype,
+                      "compile": a.compile, **openblas_info()}))
 
 
 def openblas_info():
-    """The BLAS this process loaded (the system's choice among Debian's OpenBLAS builds)."""
+    """The BLAS this process loaded (the system's choice among Debian's OpenBLAS builds; the pip wheel's MKL)."""
+    if "BLAS_INFO=mkl" in torch.__config__.show():
+        return {"blas": "MKL", "blas_threads": torch.get_num_threads()}
     try:
         lib = ctypes.CDLL("libopenblas.so.0")  # the copy torch already loaded (same soname)
         lib.openblas_get_corename.restype = ctypes.c_char_p
