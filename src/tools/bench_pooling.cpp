@@ -4,13 +4,17 @@
 // library call on float64 documents (ward_pool_many) and the padded-batch call a loss makes on a float32
 // [docs, tokens, dim] tensor (ward_pool_batch), --repeats times each after one warm-up; prints the median and
 // best wall time, the process CPU time per call, and the load average, since a busy machine inflates wall time.
+// --save DIR also writes the documents (DIR/docs.npy, float32 [docs x tokens, dim]) and ward_pool_many's labels
+// (DIR/labels.npy, int64 [docs x tokens], -1 = protected), for scripts/bench_pooling_peer.py to pool the same vectors.
 //   bench_pooling [--docs 64] [--tokens 180] [--dim 128] [--pool-factor 4] [--threads 1] [--repeats 30] [--seed 0]
+//                 [--save DIR]
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <ctime>
 #include <cxxopts.hpp>
 #include <fstream>
@@ -18,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "spread/data/npy.h"
 #include "spread/pooling/ward.h"
 #include "spread/pooling/ward_batch.h"
 #include "spread/runtime/allocator.h"
@@ -78,6 +83,21 @@ Timing time_calls(int64_t repeats, F call) {
   return t;
 }
 
+
+void save_documents_and_labels(const std::string& dir, const std::vector<spread::RowMatrixXd>& documents,
+                               const spread::WardBudget& budget, int threads) {
+  std::filesystem::create_directories(dir);
+  const int64_t tokens = documents.front().rows(), dim = documents.front().cols();
+  std::vector<float> values;
+  std::vector<int64_t> labels;
+  for (const auto& d : documents)
+    for (int64_t i = 0; i < d.size(); ++i) values.push_back(float(d.data()[i]));
+  for (const auto& p : spread::ward_pool_many(documents, budget, {}, threads))
+    labels.insert(labels.end(), p.labels.begin(), p.labels.end());
+  spread::write_npy_float32(dir + "/docs.npy", values.data(), int64_t(documents.size()) * tokens, dim);
+  spread::write_npy_int64_vector(dir + "/labels.npy", labels);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,6 +111,7 @@ int main(int argc, char** argv) {
       ("threads", "threads over documents", cxxopts::value<int>()->default_value("1"))
       ("repeats", "timed calls of each variant", cxxopts::value<int64_t>()->default_value("30"))
       ("seed", "seed of the random documents", cxxopts::value<uint64_t>()->default_value("0"))
+      ("save", "write docs.npy and labels.npy into this folder", cxxopts::value<std::string>())
       ("h,help", "show this help");
   auto args = options.parse(argc, argv);
   if (args.count("help")) {
@@ -123,6 +144,7 @@ int main(int argc, char** argv) {
   std::printf("ward_pool_batch (float32 [B, n, d]): median %.2f ms, best %.2f ms, CPU %.2f ms per call\n",
               batched.median(), batched.best(), batched.cpu_ms_per_call);
   std::printf("load average (1 min) %s before, %s after\n", load_before.c_str(), load_average().c_str());
+  if (args.count("save")) save_documents_and_labels(args["save"].as<std::string>(), documents, budget, threads);
   std::printf("RESULT median_ms=%.3f best_ms=%.3f cpu_ms=%.3f batch_median_ms=%.3f batch_cpu_ms=%.3f\n",
               library.median(), library.best(), library.cpu_ms_per_call, batched.median(), batched.cpu_ms_per_call);
   return 0;
