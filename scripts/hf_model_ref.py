@@ -8,6 +8,7 @@ spread's import of such folders (transformers 5.3, sentence-transformers 5.3, Py
     hf_model_ref.py generate MODEL_DIR PROMPTS_FILE OUT.json [--max-new-tokens 32]
     hf_model_ref.py pylate MODEL_DIR QUERIES_FILE DOCS_FILE OUT.json
     hf_model_ref.py pylate-loss MODEL_DIR QUERIES_FILE DOCS_FILE NEGATIVES_FILE OUT.json
+    hf_model_ref.py st-loss MODEL_DIR ANCHORS_FILE POSITIVES_FILE NEGATIVES_FILE OUT.json
     hf_model_ref.py --jobs JOBS.txt    # one command above a line (split with shlex), all in one Python process
 
 make KIND: bert (BertModel with its pooler), bert-mlm (BertForMaskedLM), megatron-bert (MegatronBertModel: the
@@ -43,6 +44,10 @@ TEXTS_FILE etc.: UTF-8, split on "\\n" (a final empty piece is no line). Outputs
   pylate-loss {"model", "in_batch": pylate.losses.Contrastive of the queries against their documents (line i's
              document is query i's positive, the others its in-batch negatives), "with_negatives": the same with
              NEGATIVES_FILE's line i as query i's hard negative}, all lines one batch, eval mode (no dropout).
+  st-loss    {"model", "mnrl", "mnrl_negatives", "cached", "cached_negatives"}: sentence_transformers.losses'
+             MultipleNegativesRankingLoss (scale 20) and CachedMultipleNegativesRankingLoss (scale 20,
+             mini_batch_size 2) of the anchors against their positives (in-batch), and with NEGATIVES_FILE's line
+             i as anchor i's hard negative; all lines one batch, eval mode.
 """
 import argparse
 import glob
@@ -308,6 +313,21 @@ def pylate_loss(a):
     write_json(a.out_json, {"model": a.model_dir, "in_batch": in_batch, "with_negatives": with_negatives})
 
 
+def st_loss(a):
+    import torch
+    from sentence_transformers import SentenceTransformer, losses
+    model = SentenceTransformer(a.model_dir, device="cpu", model_kwargs={"dtype": torch.float32}).eval()
+    features = [model.tokenize(read_lines(f)) for f in (a.anchors_file, a.positives_file, a.negatives_file)]
+    labels = torch.zeros(len(read_lines(a.anchors_file)))  # not read by either loss
+    out = {"model": a.model_dir}
+    for name, loss in (("mnrl", losses.MultipleNegativesRankingLoss(model, scale=20.0)),
+                       ("cached", losses.CachedMultipleNegativesRankingLoss(model, scale=20.0, mini_batch_size=2))):
+        with torch.no_grad() if name == "mnrl" else torch.enable_grad():  # the cached loss backpropagates itself
+            out[name] = float(loss(features[:2], labels).detach())
+            out[name + "_negatives"] = float(loss(features, labels).detach())
+    write_json(a.out_json, out)
+
+
 def parser():
     p = argparse.ArgumentParser(prog="hf_model_ref.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -350,6 +370,10 @@ def parser():
     for name in ("model_dir", "queries_file", "docs_file", "negatives_file", "out_json"):
         c.add_argument(name)
     c.set_defaults(run=pylate_loss)
+    c = sub.add_parser("st-loss")
+    for name in ("model_dir", "anchors_file", "positives_file", "negatives_file", "out_json"):
+        c.add_argument(name)
+    c.set_defaults(run=st_loss)
     return p
 
 

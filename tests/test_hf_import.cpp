@@ -29,6 +29,7 @@
 #include "spread/export/hf_import.h"
 #include "spread/eval/multi_vector.h"
 #include "spread/export/safetensors.h"
+#include "spread/tasks/contrastive.h"
 #include "spread/tasks/maxsim.h"
 #include "spread/model/generate.h"
 #include "spread/train/run.h"
@@ -107,6 +108,9 @@ std::vector<std::string> reference_jobs(const fs::path& w, const std::string& be
   jobs.push_back(fmt::format("pylate-loss {} {} {} {} {}", (w / "pylate").string(), (w / "queries.txt").string(),
                              (w / "positives.txt").string(), (w / "negatives.txt").string(),
                              (w / "pylate.loss.json").string()));
+  jobs.push_back(fmt::format("st-loss {} {} {} {} {}", (w / "st_mean_norm").string(), (w / "queries.txt").string(),
+                             (w / "positives.txt").string(), (w / "negatives.txt").string(),
+                             (w / "st_mean_norm.loss.json").string()));
   jobs.push_back(fmt::format("generate {} {} {} --max-new-tokens 32", (w / "gpt2").string(),
                              (w / "prompts.txt").string(), (w / "gpt2.generate.json").string()));
   return jobs;
@@ -460,6 +464,35 @@ TEST_F(HfImport, InitFromBertForMaskedLmKeepsItsPredictionHead) {
   EXPECT_FALSE(recipe.model.causal);
   EXPECT_EQ(recipe.model.type_vocab_size, 2);
   expect_hidden_states_match(run, dir("bert_mlm.hidden.json"));
+}
+
+// spread's contrastive step on an imported sentence-transformers model gives the library's own losses on one batch:
+// MultipleNegativesRankingLoss (scale 20 = temperature 0.05) and CachedMultipleNegativesRankingLoss against
+// loss.contrastive.mini_batch, in-batch and with a hard negative each (candidates: positives, then negatives).
+TEST_F(HfImport, ContrastiveStepGivesSentenceTransformersLosses) {
+  spread::LoadedRun run = spread::load_run(dir("st_mean_norm").string());
+  const json ref = read_json(dir("st_mean_norm.loss.json"));
+  std::vector<std::vector<int32_t>> texts;
+  for (const auto* list : {&kQueries, &kPositives, &kNegatives})
+    for (const auto& t : *list) texts.push_back(spread::encode_for_encoder(*run.tokenizer, t, run.recipe.data.max_length));
+  const size_t n = kQueries.size();
+  spread::ContrastiveStepOptions opt;
+  opt.loss.temperature = 0.05;
+  opt.pooling = spread::parse_pooling(run.recipe.loss.contrastive.pooling);
+  opt.pad_id = run.tokenizer->special_ids().pad;
+  const auto loss_of = [&](bool negatives, int64_t mini_batch) {
+    spread::ContrastiveBatch batch;
+    for (size_t i = 0; i < n; ++i) batch.anchors.push_back(&texts[i]);
+    for (size_t i = n; i < (negatives ? 3 : 2) * n; ++i) batch.candidates.push_back(&texts[i]);
+    opt.mini_batch = mini_batch;
+    return spread::contrastive_backward(run.model, batch, opt);
+  };
+  EXPECT_NEAR(loss_of(false, 0), ref.at("mnrl").get<double>(), kTol);
+  EXPECT_NEAR(loss_of(true, 0), ref.at("mnrl_negatives").get<double>(), kTol);
+  EXPECT_NEAR(loss_of(false, 2), ref.at("cached").get<double>(), kTol);
+  EXPECT_NEAR(loss_of(true, 2), ref.at("cached_negatives").get<double>(), kTol);
+  std::cout << "MNRL " << ref.at("mnrl") << " / " << ref.at("mnrl_negatives") << ", spread " << loss_of(false, 0)
+            << " / " << loss_of(true, 0) << "\n";
 }
 
 // Fine-tune an imported sentence-transformers model contrastively, export it, load the export with the library:
