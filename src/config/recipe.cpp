@@ -428,7 +428,11 @@ void validate_maxsim(const Recipe& r) {
          "set weight_full and weight_pooled to 1 (the defaults)");
 }
 
-bool shape_from_model_folder(const Recipe& r);
+// train.init_from names a model folder that is not a spread export (train/setup.h, adopt_model_folder): the folder
+// gives [model] (its shape, causality) after parsing, and the checks that read the shape run there instead.
+bool shape_from_model_folder(const Recipe& r) {
+  return !r.train.init_from.empty() && is_foreign_model_folder(r.train.init_from);
+}
 
 // kind hf reads tokenizer.path (and, for maxsim, the two marker entries); the other kinds never read them. With
 // train.init_from a model folder, the folder's tokenizer is adopted after parsing (train/setup.h).
@@ -459,12 +463,6 @@ void validate_tokenizer(const Recipe& r) {
     fail(at, "tokenizer.query_marker", "maxsim needs [Q] / [D] marker ids, and a Hugging Face vocabulary names none",
          "set tokenizer.query_marker and document_marker to two entries of the vocabulary (BERT's \"[unused0]\" "
          "and \"[unused1]\"), or start from a PyLate folder (train.init_from), whose markers are adopted");
-}
-
-// train.init_from names a model folder that is not a spread export (train/setup.h, adopt_model_folder): the folder
-// gives [model] (its shape, causality) after parsing, and the checks that read the shape run there instead.
-bool shape_from_model_folder(const Recipe& r) {
-  return !r.train.init_from.empty() && is_foreign_model_folder(r.train.init_from);
 }
 
 // Which data, model and losses each objective can use.

@@ -119,8 +119,9 @@ nlohmann::json skiplist_words(const Tokenizer& tokenizer, const std::optional<nl
 // config_sentence_transformers.json. PyLate inserts the marker's id after [CLS] (convert_tokens_to_ids of the
 // prefix), so the prefixes are the reserved tokens' names without PyLate's default trailing space: "[Q] " is no
 // token of this vocabulary and PyLate would add it as a new, untrained one. A run of kind hf writes its markers
-// (a PyLate folder's "[Q] ", or entries such as "[unused0]") and its skiplist_words as they are. Expansion tokens are never attended to
-// (attend_to_expansion_tokens false); an empty skiplist_words keeps PyLate from falling back to its punctuation list.
+// (a PyLate folder's "[Q] ", or entries such as "[unused0]") and its skiplist_words as they are. Expansion tokens
+// are never attended to (attend_to_expansion_tokens false); an empty skiplist_words keeps PyLate from falling back
+// to its punctuation list.
 void add_pylate_files(const Recipe& recipe, const TransformerConfig& cfg, const NamedTensors& params,
                       const Tokenizer& tokenizer, const std::optional<nlohmann::json>& tokenizer_json, Files& files) {
   const auto& m = recipe.loss.maxsim;
