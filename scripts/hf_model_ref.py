@@ -20,7 +20,8 @@ gelu_new) --max-position (64) --type-vocab (2) --dtype float32|float16|bfloat16 
 (sharded safetensors + model.safetensors.index.json; the nearest count the sizes allow is printed) --prefix (bert:
 BertModel's weights saved under "bert.", as the encoder of a BertFor* checkpoint; config still says BertModel)
 --no-safetensors (pytorch_model.bin: the safetensors transformers wrote, re-saved with torch.save, since 5.3
-writes safetensors only); st: --max-seq-length (48) --pooling mean|cls|max|lasttoken|weightedmean --include-prompt
+writes safetensors only) --pad-vocab N (the embedding table N rows longer than the tokenizer, as models padded to
+a multiple of 8 or 64 have); st: --max-seq-length (48) --pooling mean|cls|max|lasttoken|weightedmean --include-prompt
 1|0 --normalize --prompts ({"query": "query: ", "passage": "passage: "}) --lower-case; pylate: --dim (16)
 --query-length (32) --document-length (48). The vocabulary is TOKDIR's (tokenizer.json or vocab.txt for BERT,
 vocab.json + merges.txt for GPT-2), saved beside the weights. Weights: every parameter redrawn N(0, 0.2),
@@ -105,14 +106,14 @@ def build_hf(kind, tok, a):
                               MegatronBertModel)
     torch.manual_seed(a.seed)
     if kind == "gpt2":
-        cfg = GPT2Config(vocab_size=len(tok), n_embd=a.width, n_layer=a.layers, n_head=a.heads,
+        cfg = GPT2Config(vocab_size=len(tok) + a.pad_vocab, n_embd=a.width, n_layer=a.layers, n_head=a.heads,
                          n_positions=a.max_position, n_inner=a.intermediate, activation_function=a.act or "gelu_new",
                          layer_norm_epsilon=1e-5 if a.eps is None else a.eps,
                          bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
         model = GPT2LMHeadModel(cfg)
     else:
         config_class = MegatronBertConfig if kind == "megatron-bert" else BertConfig
-        cfg = config_class(vocab_size=len(tok), hidden_size=a.width, num_hidden_layers=a.layers,
+        cfg = config_class(vocab_size=len(tok) + a.pad_vocab, hidden_size=a.width, num_hidden_layers=a.layers,
                            num_attention_heads=a.heads, intermediate_size=a.intermediate or 4 * a.width,
                            hidden_act=a.act or "gelu", layer_norm_eps=1e-12 if a.eps is None else a.eps,
                            max_position_embeddings=a.max_position, type_vocab_size=a.type_vocab,
@@ -338,7 +339,8 @@ def parser():
     m.add_argument("--tokenizer", required=True)
     for name, default in (("seed", 0), ("layers", 2), ("heads", 2), ("width", 32), ("intermediate", None),
                           ("max-position", 64), ("type-vocab", 2), ("shards", 1), ("max-seq-length", 48),
-                          ("include-prompt", 1), ("dim", 16), ("query-length", 32), ("document-length", 48)):
+                          ("include-prompt", 1), ("dim", 16), ("query-length", 32), ("document-length", 48),
+                          ("pad-vocab", 0)):
         m.add_argument("--" + name, type=int, default=default)
     m.add_argument("--eps", type=float)
     m.add_argument("--act")

@@ -21,7 +21,7 @@
 
 #include "cli_run.h"
 #include "spread/log/metrics_log.h"
-#include "spread/train/checkpoint.h"
+#include "spread/run/checkpoint.h"
 
 namespace spread::testing {
 

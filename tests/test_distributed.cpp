@@ -17,8 +17,8 @@
 #include "cli_run.h"
 #include "cli_worker.h"
 #include "spread/log/metrics_log.h"
+#include "spread/run/checkpoint.h"
 #include "spread/runtime/precision.h"
-#include "spread/train/checkpoint.h"
 #include "spread/train/distributed.h"
 #include "spread/train/optimizer.h"
 

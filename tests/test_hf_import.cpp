@@ -1,4 +1,4 @@
-// Models people have, read from their folders (export/hf_import.h) and judged by the libraries that made them:
+// Models people have, read from their folders (interchange/hf_import.h) and judged by the libraries that made them:
 // tiny random BertModel, BertForMaskedLM, GPT2LMHeadModel, sentence-transformers folders, saved by transformers /
 // sentence-transformers with the real bert-base-uncased and GPT-2 vocabularies (scripts/hf_model_ref.py, through
 // the Python of tests/python_env.h; skipped with the reason when it or the vocabularies are absent). Compared on
@@ -26,14 +26,14 @@
 #include "spread/config/recipe.h"
 #include "spread/data/npy.h"
 #include "spread/data/special_tokens.h"
-#include "spread/export/hf_import.h"
-#include "spread/eval/multi_vector.h"
-#include "spread/export/safetensors.h"
+#include "spread/encode/multi_vector.h"
+#include "spread/interchange/hf_import.h"
+#include "spread/interchange/loaded_run.h"
+#include "spread/interchange/safetensors.h"
+#include "spread/model/generate.h"
+#include "spread/run/setup.h"
 #include "spread/tasks/contrastive.h"
 #include "spread/tasks/maxsim.h"
-#include "spread/model/generate.h"
-#include "spread/train/run.h"
-#include "spread/train/setup.h"
 #include "spread/train/trainer.h"
 #include "spread/util/error.h"
 
@@ -52,7 +52,11 @@ const std::vector<std::string> kTexts = {
     "Caf\xc3\xa9 au lait costs 3.50 euros in Paris, doesn't it?",
     "Antidisestablishmentarianism",
     "A man is playing a guitar on the stage while people dance.",
-    "Two dogs run through a field of tall green grass near 42 trees."};
+    "Two dogs run through a field of tall green grass near 42 trees.",
+    // Greek capitals: Python's str.lower() (do_lower_case) gives the final sigma where a lower-casing normalizer
+    // gives the other one; ΟΔΟΣ'Σ: the apostrophe is case-ignorable.
+    "\u039F \u039F\u0394\u03A5\u03A3\u03A3\u0395\u03A5\u03A3 \u0393\u03A5\u03A1\u0399\u03A3\u0395, "
+    "\u039F\u0394\u039F\u03A3'\u03A3 \u03A3\u0391\u03A3."};
 
 // Queries for the ColBERT folder: short, with punctuation (the skiplist) and one longer than its 12 tokens.
 const std::vector<std::string> kQueries = {"who plays the guitar?", "dogs, grass & trees",
@@ -92,6 +96,8 @@ std::vector<std::string> reference_jobs(const fs::path& w, const std::string& be
   make("st", "st_max", bert, "--seed 9 --layers 2 --heads 2 --width 32 --pooling max");
   make("st", "st_last", bert, "--seed 10 --layers 2 --heads 2 --width 32 --pooling lasttoken --max-seq-length 12");
   make("st", "st_weighted", bert, "--seed 11 --layers 2 --heads 2 --width 32 --pooling weightedmean");
+  make("st", "st_lower", bert,
+       "--seed 15 --layers 2 --heads 2 --width 32 --pooling mean --normalize --lower-case --pad-vocab 6");
   make("st", "st_prompts", bert,
        "--seed 12 --layers 2 --heads 2 --width 32 --pooling mean --prompts --include-prompt 0 --normalize");
   make("pylate", "pylate", bert, "--seed 13 --layers 2 --heads 2 --width 32 --dim 16 --query-length 12 "
@@ -99,7 +105,7 @@ std::vector<std::string> reference_jobs(const fs::path& w, const std::string& be
   const std::string texts = (w / "texts.txt").string();
   for (const std::string m : {"bert", "bert_tanh", "bert_mlm", "bert_sharded_bf16", "megatron", "gpt2", "gpt2_exact"})
     jobs.push_back(fmt::format("hidden {} {} {}", (w / m).string(), texts, (w / (m + ".hidden.json")).string()));
-  for (const std::string m : {"st_mean_norm", "st_cls", "st_max", "st_last", "st_weighted"})
+  for (const std::string m : {"st_mean_norm", "st_cls", "st_max", "st_last", "st_weighted", "st_lower"})
     jobs.push_back(fmt::format("st-encode {} {} {}", (w / m).string(), texts, (w / (m + ".st.json")).string()));
   jobs.push_back(fmt::format("st-encode {} {} {} --prompt-name query", (w / "st_prompts").string(), texts,
                              (w / "st_prompts.st.json").string()));
@@ -303,7 +309,8 @@ TEST_F(HfImport, Gpt2GreedyGenerationEqualsTransformersGenerate) {
 // `spread encode --model` against SentenceTransformer(DIR).encode for each pooling mode, Normalize or not,
 // max_seq_length, and a prompt left out of the pooling (include_prompt = false).
 TEST_F(HfImport, SentenceTransformersEncodeMatchesTheLibrary) {
-  for (const std::string m : {"st_mean_norm", "st_cls", "st_max", "st_last", "st_weighted", "st_prompts"}) {
+  for (const std::string m :
+       {"st_mean_norm", "st_cls", "st_max", "st_last", "st_weighted", "st_prompts", "st_lower"}) {
     const json ref = read_json(dir(m + ".st.json"));
     const fs::path out = *work_ / (m + ".npy");
     const std::string prompt = ref.value("prompt_name", json()).is_string() ? " --prompt-name query" : "";
@@ -316,6 +323,18 @@ TEST_F(HfImport, SentenceTransformersEncodeMatchesTheLibrary) {
     std::cout << m << ": largest difference " << d << "\n";
     EXPECT_LE(d, kTol) << m;
   }
+}
+
+// do_lower_case = true is adopted as tokenizer.lowercase, and it changes the ids of the Greek text (the final
+// sigma), so the encode comparison above holds only with the lower-casing done as Python does it.
+TEST_F(HfImport, DoLowerCaseIsAdoptedAndChangesTheIds) {
+  spread::LoadedRun lowered = spread::load_run(dir("st_lower").string());
+  spread::LoadedRun plain = spread::load_run(dir("st_mean_norm").string());
+  EXPECT_TRUE(lowered.recipe.tokenizer.lowercase);
+  EXPECT_FALSE(plain.recipe.tokenizer.lowercase);
+  const std::string& greek = kTexts.back();
+  EXPECT_NE(lowered.tokenizer->encode(greek), plain.tokenizer->encode(greek));
+  EXPECT_EQ(lowered.tokenizer->encode(kTexts[0]), plain.tokenizer->encode(kTexts[0]));  // already lower-cased
 }
 
 namespace {
@@ -457,7 +476,7 @@ TEST_F(HfImport, InitFromGpt2FolderStartsFromItsWeightsAndShape) {
 TEST_F(HfImport, InitFromBertForMaskedLmKeepsItsPredictionHead) {
   const auto run = train_from(*work_, dir("bert_mlm"), "mlm_from_bert",
                               {"train.objective=mlm", "data.source=text", "train.max_steps=1", "train.lr=0",
-                               "train.min_lr=0", "data.max_length=24"});
+                               "train.min_lr=0", "data.max_length=32"});
   const auto recipe = spread::recipe_of_run(run);
   EXPECT_TRUE(recipe.model.mlm_transform);
   EXPECT_EQ(recipe.model.norm_position, "post");
@@ -495,10 +514,11 @@ TEST_F(HfImport, ContrastiveStepGivesSentenceTransformersLosses) {
             << " / " << loss_of(true, 0) << "\n";
 }
 
-// Fine-tune an imported sentence-transformers model contrastively, export it, load the export with the library:
-// its encode equals `spread encode` of the run, and the export is a BertModel again.
+// Fine-tune an imported sentence-transformers model (one with do_lower_case and an embedding table padded past its
+// tokenizer) contrastively, export it, load the export with the library: its encode equals `spread encode` of the
+// run, and the export is a BertModel again with do_lower_case and the padded rows kept.
 TEST_F(HfImport, FineTunedSentenceTransformerExportsBackAndTheLibraryAgrees) {
-  const auto run = train_from(*work_, dir("st_mean_norm"), "st_finetune",
+  const auto run = train_from(*work_, dir("st_lower"), "st_finetune",
                               {"train.objective=contrastive", "data.source=pairs", "train.max_steps=3",
                                "train.lr=1e-3"});
   EXPECT_EQ(spread::recipe_of_run(run).model.norm_position, "post");
@@ -506,6 +526,8 @@ TEST_F(HfImport, FineTunedSentenceTransformerExportsBackAndTheLibraryAgrees) {
   auto e = run_spread(fmt::format("export --run '{}' --out '{}'", run, out.string()));
   ASSERT_EQ(e.code, 0) << e.output;
   EXPECT_EQ(read_json(out / "config.json").at("architectures")[0], "BertModel");
+  EXPECT_EQ(read_json(out / "sentence_bert_config.json").at("do_lower_case"), true);
+  EXPECT_EQ(read_json(out / "config.json").at("vocab_size"), 30522 + 6);  // the folder's padded embedding table
   const fs::path ref = *work_ / "st_finetune.st.json", npy = *work_ / "st_finetune.npy";
   const std::string cmd = fmt::format("'{}' '{}' st-encode '{}' '{}' '{}' > /dev/null 2>&1", python_, script(),
                                       out.string(), dir("texts.txt").string(), ref.string());
@@ -517,7 +539,7 @@ TEST_F(HfImport, FineTunedSentenceTransformerExportsBackAndTheLibraryAgrees) {
   auto got = torch::from_blob(mine.data(), {mine.cols(), mine.rows()}, torch::kDouble).t().clone();
   EXPECT_LE(max_abs(got, matrix(read_json(ref).at("embeddings"))), kTol);
   // Training moved the weights: the fine-tuned embeddings are not the imported model's.
-  const json before = read_json(dir("st_mean_norm.st.json"));
+  const json before = read_json(dir("st_lower.st.json"));
   auto normed = torch::nn::functional::normalize(got, torch::nn::functional::NormalizeFuncOptions().dim(1));
   EXPECT_GT(max_abs(normed, matrix(before.at("embeddings"))), 1e-4);
 }

@@ -20,6 +20,7 @@
 #include "spread/data/token_file.h"
 #include "spread/data/tokenizer.h"
 #include "spread/losses/mlm.h"
+#include "spread/run/setup.h"
 #include "spread/util/error.h"
 
 namespace fs = std::filesystem;
@@ -311,6 +312,38 @@ TEST(HfRecipe, RefusesAMissingPathAPathWithoutHfAndMaxsim) {
                 .find("tokenizer.query_marker"), std::string::npos);
   EXPECT_NE(with({"tokenizer.query_marker=[unused0]", "tokenizer.document_marker=[unused1]",
                   "loss.maxsim.skiplist_words=[\".\"]"}).find("loss.maxsim.skiplist = true"), std::string::npos);
+  // tokenizer.lowercase (do_lower_case): kind hf only, and not for maxsim (PyLate's folders do not lower-case).
+  EXPECT_EQ(error_of({"tokenizer.kind=hf", "tokenizer.path=" + kBert, "tokenizer.lowercase=true"}), "");
+  EXPECT_NE(error_of({"tokenizer.lowercase=true"}).find("tokenizer.lowercase"), std::string::npos);
+  EXPECT_NE(with({"tokenizer.query_marker=[unused0]", "tokenizer.document_marker=[unused1]",
+                  "tokenizer.lowercase=true"}).find("tokenizer.lowercase"), std::string::npos);
+}
+
+// The run's tokenizer decides whether texts are lower-cased: its record keeps the flag, and a recipe that says
+// otherwise is refused naming tokenizer.lowercase.
+TEST(HfRecipe, LowercaseIsKeptWithTheRunsTokenizerAndChecked) {
+  if (!fs::exists(kBert)) GTEST_SKIP() << spread::testing::shared_data_missing("tokenizers");
+  const fs::path dir = spread::testing::fresh_temp_dir("hf_lowercase");
+  spread::TokenizerSpec spec;
+  spec.kind = "hf", spec.hf_path = kBert, spec.lowercase = true;
+  spread::build_tokenizer(spec, "", dir.string())->save(dir.string());
+  const auto loaded = spread::load_tokenizer(dir.string());
+  EXPECT_TRUE(loaded->lowercases());
+  // ΟΔΟΣ: the final sigma only when lower-cased first (bert-base-uncased's normalizer gives the other one).
+  spec.lowercase = false;
+  const auto plain = spread::build_tokenizer(spec, "", dir.string());
+  EXPECT_NE(loaded->encode("\u039F\u0394\u039F\u03A3"), plain->encode("\u039F\u0394\u039F\u03A3"));
+  spread::Recipe recipe = spread::parse_recipe("", "r.toml", {"tokenizer.kind=hf", "tokenizer.path=" + kBert});
+  try {
+    spread::check_lowercase_matches(recipe, *loaded);
+    ADD_FAILURE() << "a recipe without tokenizer.lowercase passed against a lower-casing tokenizer";
+  } catch (const spread::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer.lowercase"), std::string::npos) << e.what();
+  }
+  recipe.tokenizer.lowercase = true;
+  EXPECT_NO_THROW(spread::check_lowercase_matches(recipe, *loaded));
+  EXPECT_THROW(spread::check_lowercase_matches(recipe, *plain), spread::UserError);
+  fs::remove_all(dir);
 }
 
 // BERT's [PAD] is id 0: MLM's random replacements must come from the whole vocabulary, not from [0, pad).

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "spread/data/special_tokens.h"
-#include "spread/eval/multi_vector.h"
+#include "spread/encode/multi_vector.h"
 #include "spread/losses/maxsim.h"
 #include "spread/pooling/ward_ste.h"
 #include "spread/tasks/maxsim.h"

@@ -13,7 +13,7 @@
 #include "reliability_run.h"
 #include "spread/data/npy.h"
 #include "spread/log/metrics_log.h"
-#include "spread/train/checkpoint.h"
+#include "spread/run/checkpoint.h"
 
 namespace fs = std::filesystem;
 

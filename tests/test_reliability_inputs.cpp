@@ -17,7 +17,7 @@
 #include "spread/data/pairs.h"
 #include "spread/data/special_tokens.h"
 #include "spread/data/tokenizer.h"
-#include "spread/train/checkpoint.h"
+#include "spread/run/checkpoint.h"
 #include "spread/util/error.h"
 
 namespace fs = std::filesystem;

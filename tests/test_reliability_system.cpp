@@ -25,11 +25,11 @@
 #include "cli_worker.h"
 #include "reliability_run.h"
 #include "spread/config/recipe.h"
-#include "spread/eval/forward_memory.h"
+#include "spread/encode/forward_memory.h"
 #include "spread/log/metrics_log.h"
 #include "spread/model/transformer.h"
+#include "spread/run/setup.h"
 #include "spread/train/memory_estimate.h"
-#include "spread/train/setup.h"
 #include "spread/util/error.h"
 
 namespace fs = std::filesystem;

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "spread/train/run_lock.h"
+#include "spread/run/run_lock.h"
 #include "spread/util/error.h"
 
 namespace fs = std::filesystem;

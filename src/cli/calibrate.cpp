@@ -6,7 +6,7 @@
 #include "commands.h"
 #include "options.h"
 #include "spread/eval/run_eval.h"
-#include "spread/train/run.h"
+#include "spread/interchange/loaded_run.h"
 #include "spread/util/error.h"
 
 namespace spread::cli {

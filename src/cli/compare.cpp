@@ -8,7 +8,7 @@
 #include "options.h"
 #include "spread/eval/perplexity.h"
 #include "spread/log/metrics_log.h"
-#include "spread/train/trainer.h"
+#include "spread/run/setup.h"
 #include "spread/util/error.h"
 
 namespace spread::cli {

@@ -16,7 +16,7 @@
 #include "spread/data/npy.h"
 #include "spread/data/wordnet.h"
 #include "spread/diagnostics/report.h"
-#include "spread/train/run.h"
+#include "spread/interchange/loaded_run.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 

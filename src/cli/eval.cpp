@@ -10,9 +10,8 @@
 #include "spread/data/token_file.h"
 #include "spread/eval/perplexity.h"
 #include "spread/eval/run_eval.h"
-#include "spread/train/checkpoint.h"
-#include "spread/train/run.h"
-#include "spread/train/setup.h"
+#include "spread/interchange/loaded_run.h"
+#include "spread/run/setup.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 

@@ -7,7 +7,7 @@
 
 #include "commands.h"
 #include "options.h"
-#include "spread/export/export.h"
+#include "spread/interchange/export.h"
 #include "spread/util/error.h"
 
 namespace spread::cli {

@@ -6,8 +6,8 @@
 
 #include "commands.h"
 #include "options.h"
+#include "spread/interchange/loaded_run.h"
 #include "spread/model/generate.h"
-#include "spread/train/run.h"
 #include "spread/util/error.h"
 
 namespace spread::cli {

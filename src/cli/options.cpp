@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "spread/export/hf_import.h"
+#include "spread/interchange/hf_import.h"
 #include "spread/util/error.h"
 
 namespace spread::cli {

@@ -27,7 +27,7 @@ cxxopts::ParseResult parse_arguments(cxxopts::Options& options, int argc, char**
 std::vector<std::string> every_value(const cxxopts::ParseResult& args, const std::string& name);
 
 // The commands that read a model take --run RUN_DIR or --model DIR (a Hugging Face or sentence-transformers
-// folder, export/hf_import.h). model_source: the one given; UserError when both are, or when --model is no
+// folder, interchange/hf_import.h). model_source: the one given; UserError when both are, or when --model is no
 // model folder.
 inline constexpr const char* kModelOptionHelp =
     "a Hugging Face or sentence-transformers model folder (config.json + model.safetensors) instead of a run";

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "options.h"
 #include "spread/config/recipe.h"
+#include "spread/run/setup.h"
 #include "spread/train/launch.h"
 #include "spread/train/trainer.h"
 #include "spread/util/error.h"

@@ -223,9 +223,11 @@ const std::vector<Field>& schema() {
       string_field("tokenizer.path", REF(tokenizer.path)),
       string_field("tokenizer.query_marker", REF(tokenizer.query_marker)),
       string_field("tokenizer.document_marker", REF(tokenizer.document_marker)),
+      bool_field("tokenizer.lowercase", REF(tokenizer.lowercase)),
       int_field("model.n_layer", REF(model.n_layer), 1, 256),
       int_field("model.n_head", REF(model.n_head), 1, 256),
       int_field("model.n_embd", REF(model.n_embd), 1, 65536),
+      int_field("model.vocab_size", REF(model.vocab_size), 0, 1 << 24),
       int_field("model.block_size", REF(model.block_size), 2, 1 << 20),
       float_field("model.dropout", REF(model.dropout), 0.0, 0.9),
       bool_field("model.bias", REF(model.bias)),
@@ -428,14 +430,14 @@ void validate_maxsim(const Recipe& r) {
          "set weight_full and weight_pooled to 1 (the defaults)");
 }
 
-// train.init_from names a model folder that is not a spread export (train/setup.h, adopt_model_folder): the folder
+// train.init_from names a model folder that is not a spread export (interchange/hf_import.h, adopt_model_folder): the folder
 // gives [model] (its shape, causality) after parsing, and the checks that read the shape run there instead.
 bool shape_from_model_folder(const Recipe& r) {
   return !r.train.init_from.empty() && is_foreign_model_folder(r.train.init_from);
 }
 
 // kind hf reads tokenizer.path (and, for maxsim, the two marker entries); the other kinds never read them. With
-// train.init_from a model folder, the folder's tokenizer is adopted after parsing (train/setup.h).
+// train.init_from a model folder, the folder's tokenizer is adopted after parsing (interchange/hf_import.h).
 void validate_tokenizer(const Recipe& r) {
   const Origin at{r.source, 0};
   const auto& t = r.tokenizer;
@@ -449,6 +451,9 @@ void validate_tokenizer(const Recipe& r) {
         if (!value->empty())
           fail(at, key, "is read only with tokenizer.kind = \"hf\"",
                "drop it: kinds bpe and unigram reserve [Q] and [D] themselves");
+    if (t.lowercase && !shape_from_model_folder(r))
+      fail(at, "tokenizer.lowercase", "is read only with tokenizer.kind = \"hf\"",
+           "drop it: a char, bpe or unigram vocabulary is learnt from the text as it is");
     return;
   }
   if (t.path.empty())
@@ -459,6 +464,9 @@ void validate_tokenizer(const Recipe& r) {
   if (t.query_marker.empty() != t.document_marker.empty())
     fail(at, t.query_marker.empty() ? "tokenizer.query_marker" : "tokenizer.document_marker",
          "is missing: the two markers go together", "set both tokenizer.query_marker and tokenizer.document_marker");
+  if (r.train.objective == "maxsim" && t.lowercase)
+    fail(at, "tokenizer.lowercase", "is true, and PyLate's folders have no lower-casing step: the export would "
+         "encode other ids than training saw", "set tokenizer.lowercase = false for maxsim");
   if (r.train.objective == "maxsim" && t.query_marker.empty())
     fail(at, "tokenizer.query_marker", "maxsim needs [Q] / [D] marker ids, and a Hugging Face vocabulary names none",
          "set tokenizer.query_marker and document_marker to two entries of the vocabulary (BERT's \"[unused0]\" "

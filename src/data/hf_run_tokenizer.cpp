@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "hf/unicode.h"
 #include "spread/data/hf/tokenizer.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
@@ -78,15 +79,16 @@ int32_t marker_id(const hf::Tokenizer& hf, const std::string& marker, const char
 
 class HfRunTokenizer final : public Tokenizer {
  public:
-  HfRunTokenizer(std::unique_ptr<hf::Tokenizer> hf, std::string json_text, std::string source, HfMarkers markers)
+  HfRunTokenizer(std::unique_ptr<hf::Tokenizer> hf, std::string json_text, std::string source, HfRunOptions options)
       : hf_(std::move(hf)), json_text_(std::move(json_text)), source_(std::move(source)),
-        markers_(std::move(markers)), special_(vocabulary_special_ids(*hf_)) {
-    if (markers_.query.empty()) return;
-    special_.query = marker_id(*hf_, markers_.query, "tokenizer.query_marker", source_);
-    special_.document = marker_id(*hf_, markers_.document, "tokenizer.document_marker", source_);
+        options_(std::move(options)), special_(vocabulary_special_ids(*hf_)) {
+    if (options_.query.empty()) return;
+    special_.query = marker_id(*hf_, options_.query, "tokenizer.query_marker", source_);
+    special_.document = marker_id(*hf_, options_.document, "tokenizer.document_marker", source_);
   }
 
   std::vector<int32_t> encode(const std::string& text) const override {
+    if (options_.lowercase) return hf_->encode(hf::python_lower(text), /*add_special_tokens=*/false).ids;
     return hf_->encode(text, /*add_special_tokens=*/false).ids;
   }
   std::string decode(const std::vector<int32_t>& ids) const override {
@@ -95,6 +97,7 @@ class HfRunTokenizer final : public Tokenizer {
   int64_t vocab_size() const override { return hf_->vocab_size(); }
   std::string kind() const override { return "hf"; }
   SpecialIds special_ids() const override { return special_; }
+  bool lowercases() const override { return options_.lowercase; }
   std::optional<int32_t> entry_id(const std::string& entry) const override {
     if (auto id = hf_->token_to_id(entry)) return int32_t(*id);
     return std::nullopt;
@@ -108,10 +111,11 @@ class HfRunTokenizer final : public Tokenizer {
     if (!bytes) throw user_error(meta_path.string(), 0, "", "cannot read the tokenizer description just written");
     nlohmann::json meta = nlohmann::json::parse(*bytes);
     meta["source"] = fs::absolute(source_).lexically_normal().string();
-    if (!markers_.query.empty()) {
-      meta["query_marker"] = markers_.query;
-      meta["document_marker"] = markers_.document;
+    if (!options_.query.empty()) {
+      meta["query_marker"] = options_.query;
+      meta["document_marker"] = options_.document;
     }
+    if (options_.lowercase) meta["lowercase"] = true;
     const std::string tmp = meta_path.string() + ".tmp";
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -125,17 +129,17 @@ class HfRunTokenizer final : public Tokenizer {
   std::unique_ptr<hf::Tokenizer> hf_;
   std::string json_text_;  // what save() keeps: the file as read
   std::string source_;
-  HfMarkers markers_;
+  HfRunOptions options_;
   SpecialIds special_;
 };
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> load_hf_run_tokenizer(const std::string& path, const HfMarkers& markers) {
+std::unique_ptr<Tokenizer> load_hf_run_tokenizer(const std::string& path, const HfRunOptions& options) {
   auto hf = hf::Tokenizer::load(path);
   std::string json_text = hf->to_json();
   if (auto stripped = without_truncation_and_padding(json_text, path)) hf = load_from_text(*stripped, path);
-  return std::make_unique<HfRunTokenizer>(std::move(hf), std::move(json_text), path, markers);
+  return std::make_unique<HfRunTokenizer>(std::move(hf), std::move(json_text), path, options);
 }
 
 }  // namespace spread

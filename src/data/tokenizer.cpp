@@ -251,7 +251,7 @@ std::unique_ptr<Tokenizer> build_tokenizer(const TokenizerSpec& spec, const std:
     if (spec.hf_path.empty())
       throw user_error("", 0, "tokenizer.path", "kind hf needs the Hugging Face tokenizer to use",
                        "set tokenizer.path to a tokenizer.json, vocab.txt, vocab.json or their folder");
-    return load_hf_run_tokenizer(spec.hf_path, {spec.query_marker, spec.document_marker});
+    return load_hf_run_tokenizer(spec.hf_path, {spec.query_marker, spec.document_marker, spec.lowercase});
   }
   if (spec.kind == "char") {
     if (!spec.model_path.empty())
@@ -275,7 +275,7 @@ struct TokenizerMeta {
   std::string kind;
   int64_t vocab_size = -1;
   int special_tokens = 0;  // how many reserved ids it lists (data/special_tokens.h): 0, 4 or 6
-  HfMarkers markers;       // kind hf: the entries used as [Q] / [D]
+  HfRunOptions hf;         // kind hf: the entries used as [Q] / [D], lower-casing
 };
 
 TokenizerMeta read_meta(const fs::path& meta_path) {
@@ -286,7 +286,8 @@ TokenizerMeta read_meta(const fs::path& meta_path) {
     meta.kind = doc.at("kind").get<std::string>();
     meta.vocab_size = doc.at("vocab_size").get<int64_t>();
     if (doc.contains("special_tokens")) meta.special_tokens = int(doc.at("special_tokens").size());
-    if (doc.contains("query_marker")) meta.markers = {doc.at("query_marker"), doc.at("document_marker")};
+    if (doc.contains("query_marker")) meta.hf = {doc.at("query_marker"), doc.at("document_marker")};
+    meta.hf.lowercase = doc.value("lowercase", false);
   } catch (const nlohmann::json::exception& e) {
     throw user_error(meta_path.string(), 0, "", std::string("not a tokenizer description: ") + e.what());
   }
@@ -302,7 +303,7 @@ std::unique_ptr<Tokenizer> load_run_hf(const fs::path& dir, const TokenizerMeta&
   if (!fs::exists(path))
     throw user_error(path.string(), 0, "", "missing (tokenizer.json says kind hf)",
                      "copy the run's tokenizer.hf.json back, or the HF tokenizer.json it was made from");
-  auto tokenizer = load_hf_run_tokenizer(path.string(), meta.markers);
+  auto tokenizer = load_hf_run_tokenizer(path.string(), meta.hf);
   if (meta.vocab_size >= 0 && meta.vocab_size != tokenizer->vocab_size())
     throw user_error((dir / "tokenizer.json").string(), 0, "vocab_size",
                      fmt::format("says {} but {} has {}", meta.vocab_size, kHfTokenizerFile, tokenizer->vocab_size()));

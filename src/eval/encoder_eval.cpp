@@ -1,6 +1,6 @@
 #include "spread/eval/encoder_eval.h"
 
-#include "spread/eval/embed.h"
+#include "spread/encode/embed.h"
 #include "spread/eval/sts.h"
 
 namespace spread {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
-#include "spread/eval/forward_memory.h"
+#include "spread/encode/forward_memory.h"
 
 namespace spread {
 namespace {

@@ -8,16 +8,17 @@
 #include <unistd.h>
 
 #include "spread/data/corpus.h"
-#include "spread/data/text_check.h"
-#include "spread/data/token_file.h"
 #include "spread/data/npy.h"
 #include "spread/data/special_tokens.h"
-#include "spread/eval/embed.h"
+#include "spread/data/text_check.h"
+#include "spread/data/token_file.h"
+#include "spread/encode/embed.h"
+#include "spread/encode/multi_vector.h"
 #include "spread/eval/encoder_eval.h"
-#include "spread/eval/multi_vector.h"
-#include "spread/tasks/maxsim.h"
+#include "spread/eval/multi_vector_retrieval.h"
 #include "spread/log/progress.h"
-#include "spread/train/setup.h"
+#include "spread/run/setup.h"
+#include "spread/tasks/maxsim.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 

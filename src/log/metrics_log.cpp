@@ -3,7 +3,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include "spread/train/checkpoint.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 

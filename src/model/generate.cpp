@@ -13,6 +13,7 @@ std::vector<int32_t> generate(Transformer& model, std::vector<int32_t> ids, cons
     std::vector<int64_t> window(ids.end() - std::ptrdiff_t(context), ids.end());
     auto idx = torch::tensor(window, torch::kLong).view({1, -1}).to(device);
     auto logits = model->forward(idx).logits.select(1, -1).squeeze(0).to(torch::kCPU, torch::kFloat);
+    if (o.vocab_limit > 0 && o.vocab_limit < logits.size(0)) logits = logits.narrow(0, 0, o.vocab_limit);
     int64_t next;
     if (o.temperature <= 0) {
       next = logits.argmax().item<int64_t>();

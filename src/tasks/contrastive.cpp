@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "spread/diagnostics/alignment.h"
-#include "spread/eval/embed.h"
+#include "spread/encode/embed.h"
 #include "spread/util/error.h"
 
 namespace spread {

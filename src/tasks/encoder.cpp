@@ -5,7 +5,7 @@
 
 #include "spread/data/special_tokens.h"
 #include "spread/diagnostics/probe.h"
-#include "spread/eval/embed.h"
+#include "spread/encode/embed.h"
 #include "spread/util/error.h"
 
 namespace fs = std::filesystem;
@@ -22,7 +22,7 @@ std::shared_ptr<Tokenizer> prepare_encoder_tokenizer(const Recipe& recipe, const
   std::string text;
   for (const auto& t : training_texts) text += t + "\n";
   const auto& t = recipe.tokenizer;
-  TokenizerSpec spec{t.kind, t.vocab_size, t.model, t.path, t.query_marker, t.document_marker};
+  TokenizerSpec spec{t.kind, t.vocab_size, t.model, t.path, t.query_marker, t.document_marker, t.lowercase};
   auto base = build_tokenizer(spec, text, run_dir);
   // Appended ids would be unknown to the HF file that export writes as it is: the vocabulary must bring its own.
   if (spec.kind == "hf" && !base->special_ids().present())

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "spread/eval/multi_vector_retrieval.h"
 #include "spread/losses/maxsim.h"
 #include "spread/util/error.h"
 

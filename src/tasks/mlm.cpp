@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include "spread/data/corpus.h"
-#include "spread/data/pairs.h"
 #include "spread/data/loader.h"
-#include "spread/eval/embed.h"
+#include "spread/data/pairs.h"
+#include "spread/encode/embed.h"
 #include "spread/eval/perplexity.h"
 #include "spread/losses/mlm.h"
 #include "spread/util/error.h"

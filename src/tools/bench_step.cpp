@@ -16,11 +16,11 @@
 #include <filesystem>
 #include <iostream>
 
+#include "spread/run/setup.h"
 #include "spread/runtime/allocator.h"
 #include "spread/runtime/blas.h"
 #include "spread/runtime/precision.h"
 #include "spread/tasks/task.h"
-#include "spread/train/setup.h"
 #include "spread/train/step.h"
 #include "spread/util/error.h"
 #include "alternate.h"

@@ -152,6 +152,7 @@ std::string activation_keys(const Recipe& r, bool from_width) {
 double MemoryEstimate::peak() const { return runtime + data + states + std::max(activations, checkpoint); }
 
 int64_t estimated_vocab_size(const Recipe& recipe) {
+  if (recipe.model.vocab_size > 0) return recipe.model.vocab_size;
   const int64_t base = recipe.tokenizer.kind == "char" ? 256 : recipe.tokenizer.vocab_size;
   return base + (recipe.is_encoder_objective() ? kEncoderReservedIds : 0);
 }

@@ -15,26 +15,27 @@
 #include <optional>
 #include <thread>
 
-#include "spread/export/export.h"
-#include "spread/export/hf_import.h"
+#include "spread/interchange/export.h"
+#include "spread/interchange/hf_import.h"
 #include "spread/log/metrics_log.h"
 #include "spread/log/progress.h"
+#include "spread/run/checkpoint.h"
+#include "spread/run/run_files.h"
+#include "spread/run/run_lock.h"
+#include "spread/run/setup.h"
 #include "spread/runtime/allocator.h"
 #include "spread/runtime/blas.h"
 #include "spread/runtime/devices.h"
 #include "spread/runtime/precision.h"
 #include "spread/tasks/task.h"
-#include "spread/train/checkpoint.h"
 #include "spread/train/distributed.h"
 #include "spread/train/memory_estimate.h"
 #include "spread/train/optimizer.h"
-#include "spread/train/run_files.h"
-#include "spread/train/run_lock.h"
 #include "spread/train/schedule.h"
-#include "spread/train/setup.h"
 #include "spread/train/step.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/model_folder.h"
 
 namespace fs = std::filesystem;
 
@@ -147,8 +148,10 @@ void write_run_info(const Run& run, const BlasInfo& blas, const ThreadPlan& thre
 void print_header(const Run& run, const BlasInfo& blas, const ThreadPlan& threads, bool resumed) {
   const auto& m = run.recipe.model;
   say(fmt::format("spread {} run '{}' in {}", resumed ? "resuming" : "starting", run.recipe.run.name, run.dir));
-  say(fmt::format("model: {} layers, {} heads, width {}, block {}, vocab {}: {:.2f}M parameters", m.n_layer, m.n_head,
-                  m.n_embd, m.block_size, run.task->tokenizer().vocab_size(), run.model->num_parameters() / 1e6));
+  const int64_t ids = run.task->tokenizer().vocab_size(), rows = run.model->config().vocab_size;
+  say(fmt::format("model: {} layers, {} heads, width {}, block {}, vocab {}{}: {:.2f}M parameters", m.n_layer,
+                  m.n_head, m.n_embd, m.block_size, ids, rows == ids ? "" : fmt::format(" ({} embedding rows)", rows),
+                  run.model->num_parameters() / 1e6));
   say(fmt::format("BLAS: {} ({}) core {} ({}); threads: LibTorch {}, BLAS {}; device {}", blas.library,
                   blas.threading.empty() ? "?" : blas.threading, blas.core.empty() ? "?" : blas.core,
                   blas.coretype_origin, threads.intra_op, threads.blas, run.device.str()));
@@ -370,17 +373,6 @@ int train(const Recipe& recipe, TrainStart start) {
   }
 }
 
-Recipe recipe_of_run(const std::string& run_dir, const std::vector<std::string>& overrides) {
-  auto path = (fs::path(run_dir) / "recipe.toml").string();
-  if (!fs::exists(path))
-    throw user_error(run_dir, 0, "", "not a run directory (no recipe.toml)", "pass RUN_DIR = <run.out_dir>/<run.name>");
-  Recipe r = load_recipe(path, overrides);
-  // The run stays where it is, whatever out_dir/name say (the directory may have been moved).
-  r.run.out_dir = fs::path(run_dir).parent_path().string();
-  r.run.name = fs::path(run_dir).filename().string();
-  return r;
-}
-
 namespace {
 
 int train_run(const Recipe& given, TrainStart start) {
@@ -443,6 +435,7 @@ int train_run(const Recipe& given, TrainStart start) {
   run.precision = plan_precision(recipe.train.precision, run.device);
   if (run.group) run.precision = agree_on_precision(run.precision, *run.group);
   torch::manual_seed(uint64_t(recipe.run.seed));
+  check_lowercase_matches(recipe, run.task->tokenizer());
   TransformerConfig model_cfg = model_config(recipe, run.task->tokenizer().vocab_size());
   model_cfg.matmul_dtype = run.precision.matmul_dtype();
   run.model = Transformer(model_cfg);

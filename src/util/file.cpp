@@ -218,6 +218,10 @@ void write_output_file(const std::string& path, const std::function<void(std::os
   sync_path(folder_of(p), O_RDONLY | O_DIRECTORY);
 }
 
+void write_file_atomic(const std::string& path, const std::string& contents) {
+  write_output_file(path, [&](std::ostream& out) { out.write(contents.data(), std::streamsize(contents.size())); });
+}
+
 OutputFileGroup::~OutputFileGroup() {
   for (const auto& [tmp, final_name] : pending_) {
     std::error_code ignored;

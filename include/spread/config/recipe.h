@@ -39,6 +39,10 @@ struct TokenizerConfig {
   // kind hf, objective maxsim: the vocabulary entries that serve as the [Q] / [D] markers (a PyLate folder's
   // query_prefix / document_prefix, such as "[Q] ", or two unused BERT entries such as "[unused0]", "[unused1]")
   std::string query_marker, document_marker;
+  // kind hf: each text through Python's str.lower() before tokenizing, as a sentence-transformers folder's
+  // do_lower_case (adopted from it); Unicode's full lower case with the final-sigma rule, which a lower-casing
+  // normalizer (bert-base-uncased's) does not apply
+  bool lowercase = false;
 };
 
 struct ModelConfig {
@@ -59,12 +63,14 @@ struct ModelConfig {
   double layer_norm_eps = 1e-5;
   int64_t type_vocab_size = 0;        // BERT's token types (2); 0 = none
   bool mlm_transform = false;         // BERT's MLM prediction head (dense, activation, LayerNorm, decoder bias)
+  int64_t vocab_size = 0;             // embedding rows; 0 = the tokenizer's ids (more: a table padded past them,
+                                      // as models padded to a multiple of 8 or 64 have)
 };
 
 struct TrainConfig {
   std::string objective = "lm";  // lm | mlm | contrastive | maxsim
   std::string init_from;         // a run directory whose newest checkpoint gives the initial model weights, or a
-                                 // Hugging Face GPT-2 folder of the same shape (spread export; export/export.h)
+                                 // Hugging Face GPT-2 folder of the same shape (spread export; interchange/export.h)
   int64_t batch_size = 12;
   int64_t grad_accum = 1;
   int64_t max_steps = 2000;

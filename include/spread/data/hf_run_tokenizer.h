@@ -16,7 +16,7 @@
 //   entry_id the vocabulary's token_to_id (added tokens included).
 // In a run directory: tokenizer.hf.json (the HF file exactly as read; the legacy layouts converted to it) beside
 // spread's tokenizer.json {"kind": "hf", "vocab_size", "file": "tokenizer.hf.json", "source", and the markers as
-// "query_marker" / "document_marker" when there are any}, so that resume,
+// "query_marker" / "document_marker" when there are any, "lowercase": true when set}, so that resume,
 // eval, generate and export need no access to the original path. Export writes tokenizer.hf.json as the folder's
 // tokenizer.json, byte for byte.
 #include <memory>
@@ -28,12 +28,14 @@ namespace spread {
 
 inline constexpr const char* kHfTokenizerFile = "tokenizer.hf.json";
 
-struct HfMarkers {
+struct HfRunOptions {
   std::string query, document;  // entries of the vocabulary used as [Q] / [D]; empty = none
+  bool lowercase = false;       // each text through Python's str.lower() first (sentence-transformers'
+                                // do_lower_case; recipe key tokenizer.lowercase)
 };
 
 // Loads `path` (any layout hf::Tokenizer::load reads). UserError naming the file for anything it cannot read, and
 // naming tokenizer.query_marker / document_marker for a marker that is no entry of the vocabulary.
-std::unique_ptr<Tokenizer> load_hf_run_tokenizer(const std::string& path, const HfMarkers& markers = {});
+std::unique_ptr<Tokenizer> load_hf_run_tokenizer(const std::string& path, const HfRunOptions& options = {});
 
 }  // namespace spread

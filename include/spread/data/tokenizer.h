@@ -53,6 +53,8 @@ class Tokenizer {
   // The id of a vocabulary entry spelled as the tokenizer file lists it (data/hf_run_tokenizer.h); nullopt when
   // there is no such entry, or the kind has no entry names (char, bpe, unigram).
   virtual std::optional<int32_t> entry_id(const std::string& entry) const { return std::nullopt; }
+  // Whether encode lower-cases each text first (kind hf, tokenizer.lowercase: sentence-transformers' do_lower_case).
+  virtual bool lowercases() const { return false; }
 };
 
 struct TokenizerSpec {
@@ -61,6 +63,7 @@ struct TokenizerSpec {
   std::string model_path;     // an existing sentencepiece .model to use instead of training one
   std::string hf_path;        // kind hf: a tokenizer.json, vocab.txt, vocab.json or a folder of them
   std::string query_marker, document_marker;  // kind hf: the entries used as [Q] / [D] (empty: none)
+  bool lowercase = false;                     // kind hf: Python's str.lower() before tokenizing
 };
 
 // Builds a tokenizer for `spec` from the training text (a char vocabulary, or a trained sentencepiece model), or

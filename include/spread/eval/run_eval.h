@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "spread/eval/perplexity.h"
-#include "spread/train/run.h"
+#include "spread/interchange/loaded_run.h"
 
 namespace spread {
 

@@ -13,6 +13,7 @@ struct SampleOptions {
   double temperature = 0.8;  // 0 = greedy
   int64_t top_k = 200;       // 0 = whole vocabulary
   uint64_t seed = 1337;
+  int64_t vocab_limit = 0;   // > 0: only ids below it are drawn (an embedding table padded past the tokenizer)
 };
 
 // Each new token costs a forward pass over up to block_size tokens; at this many a generation runs for hours on

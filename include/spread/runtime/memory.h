@@ -1,7 +1,7 @@
 #pragma once
 // How much memory this process can still take, for the checks that refuse work the machine cannot hold (exit code
 // 2 before anything large is allocated, instead of the kernel's OOM killer later): training
-// (train/memory_estimate.h) and the batched forward passes of encode, eval and diagnose (eval/forward_memory.h).
+// (train/memory_estimate.h) and the batched forward passes of encode, eval and diagnose (encode/forward_memory.h).
 #include <string>
 
 namespace spread {

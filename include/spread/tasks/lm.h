@@ -8,8 +8,8 @@
 
 #include "spread/data/loader.h"
 #include "spread/losses/objective.h"
+#include "spread/run/setup.h"
 #include "spread/tasks/task.h"
-#include "spread/train/setup.h"
 
 namespace spread {
 

@@ -1,7 +1,7 @@
 #pragma once
 // Late-interaction (ColBERT-style) training as a task (SPEC section 4): pair data as for contrastive training
 // (queries = anchors, documents = positives and hard negatives), queries and documents encoded to unit token
-// vectors by the model's multi-vector head (eval/multi_vector.h), MaxSim scores of every query against every
+// vectors by the model's multi-vector head (encode/multi_vector.h), MaxSim scores of every query against every
 // document of the batch, cross-entropy towards each query's positive (losses/maxsim.h). With
 // [loss.pooling_aware] enabled, the same documents are also Ward-pooled (assignment on a detached copy, gradient
 // through pooling/ward_ste.h) and scored again, from the one encoder pass:
@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include "spread/eval/multi_vector.h"
+#include "spread/encode/multi_vector.h"
 #include "spread/pooling/ward_ste.h"
 #include "spread/tasks/encoder.h"
 

@@ -18,14 +18,11 @@ inline constexpr int kExitSignalBase = 128;  // + the signal: 130 for SIGINT, 14
 
 // Fresh: creates recipe.run_dir() (refusing one that already holds checkpoints) and trains from step 0.
 // Resume: continues the newest valid checkpoint of recipe.run_dir(); the losses that follow are bitwise those of
-// an uninterrupted run on CPU. Both hold the run's lock (train/run_lock.h) from before anything is written.
+// an uninterrupted run on CPU. Both hold the run's lock (run/run_lock.h) from before anything is written.
 // SIGINT/SIGTERM save a checkpoint and return kExitSignalBase + signal. A checkpoint is never written with NaN or
 // Inf: the run stops as diverged instead (an event "diverged" with its reason in metrics.jsonl).
 // Data parallel (train/distributed.h) when WORLD_SIZE > 1: every rank calls train() with the same recipe; rank 0
 // alone writes the run directory (log, checkpoints), evaluates and probes.
 int train(const Recipe& recipe, TrainStart start);
-
-// `spread train --resume RUN_DIR [--set ...]`: the recipe saved in the run dir, with overrides applied.
-Recipe recipe_of_run(const std::string& run_dir, const std::vector<std::string>& overrides = {});
 
 }  // namespace spread

@@ -68,6 +68,9 @@ void remove_stale_temporaries(const std::string& folder);
 // Writes `path` as promised above; `write` fills the stream (a failed stream is a write error).
 void write_output_file(const std::string& path, const std::function<void(std::ostream&)>& write);
 
+// write_output_file of a string: `path` replaced whole by `contents` or not at all.
+void write_file_atomic(const std::string& path, const std::string& contents);
+
 // Many outputs with the same promise at the cost of two syncs for all of them instead of two for each: add()
 // writes each under its temporary name; commit() syncs the filesystem once (syncfs), renames them all and syncs
 // each folder once. `spread pool` writes two small files per document: the per-file syncs took 40-55% of its time

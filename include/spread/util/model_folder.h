@@ -13,4 +13,8 @@ bool is_model_folder(const std::string& dir);
 // keeps): its own config.json gives the model's shape, and its tokenizer is the recipe's kind "hf" one.
 bool is_foreign_model_folder(const std::string& dir);
 
+// Whether `dir` holds a Hugging Face model folder with its weights (config.json and model.safetensors) and is not
+// a run directory (no recipe.toml): a run is always read as a run.
+bool is_hf_model_dir(const std::string& dir);
+
 }  // namespace spread

@@ -2,7 +2,11 @@
 // stands for. ASCII is answered without ICU: it is most of the text and these run once per character.
 #include "unicode.h"
 
+#include <stdexcept>
+
+#include <unicode/locid.h>
 #include <unicode/uchar.h>
+#include <unicode/unistr.h>
 
 namespace spread::hf {
 
@@ -113,6 +117,30 @@ void append_lowercase(std::string& out, char32_t c) {
   } else {
     append_utf8(out, static_cast<char32_t>(u_tolower(static_cast<UChar32>(c))));
   }
+}
+
+std::string python_lower(std::string_view text) {
+  std::string out;
+  bool ascii = true;
+  for (const char c : text) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
+  if (ascii) {
+    out.assign(text);
+    for (char& c : out) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    return out;
+  }
+  // Line by line: ICU's strings hold at most 2^31 units, and Final_Sigma never looks past a line break (neither
+  // cased nor case-ignorable). A line of 1 GiB or more is beyond any text spread reads as one.
+  for (size_t start = 0; start <= text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    if (end - start >= (size_t(1) << 30)) throw std::length_error("python_lower: a line of 1 GiB or more");
+    icu::UnicodeString u = icu::UnicodeString::fromUTF8(icu::StringPiece(text.data() + start, int32_t(end - start)));
+    u.toLower(icu::Locale::getRoot());
+    u.toUTF8String(out);
+    if (end < text.size()) out.push_back('\n');
+    start = end + 1;
+  }
+  return out;
 }
 
 }  // namespace spread::hf

@@ -48,4 +48,11 @@ bool is_chinese_char(char32_t c);  // the CJK blocks BERT's tokenizer pads with 
 // Appends char::to_lowercase(c).
 void append_lowercase(std::string& out, char32_t c);
 
+// Python's str.lower() of a whole text, as sentence-transformers' do_lower_case applies it: the full mapping of
+// append_lowercase plus the one context-dependent rule of Unicode's default case conversion, Final_Sigma
+// (U+03A3 becomes the final form U+03C2 after a cased letter and before none; both skip case-ignorable
+// characters), which a character-at-a-time lower case cannot apply. ICU's root-locale full lower case (no
+// language's rules: Python has none).
+std::string python_lower(std::string_view text);
+
 }  // namespace spread::hf

@@ -1,4 +1,4 @@
-#include "spread/train/run_lock.h"
+#include "spread/run/run_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

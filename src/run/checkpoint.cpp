@@ -1,4 +1,4 @@
-#include "spread/train/checkpoint.h"
+#include "spread/run/checkpoint.h"
 
 #include <zlib.h>
 #include <torch/serialize.h>
@@ -50,10 +50,6 @@ std::string serialize(const Checkpoint& ckpt) {
 }
 
 }  // namespace
-
-void write_file_atomic(const std::string& path, const std::string& contents) {
-  write_output_file(path, [&](std::ostream& out) { out.write(contents.data(), std::streamsize(contents.size())); });
-}
 
 std::optional<std::string> first_non_finite(const Checkpoint& ckpt) {
   for (const auto& [name, t] : ckpt.tensors)

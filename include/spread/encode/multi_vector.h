@@ -1,8 +1,7 @@
 #pragma once
-// Multi-vector (late-interaction) encoding and retrieval (SPEC.md 4 and 5): queries read as "[CLS] [Q] text [SEP]",
-// documents as "[CLS] [D] text [SEP]", each token a unit vector of the model's head (TransformerImpl::token_vectors);
-// MaxSim scoring (losses/maxsim.h); documents optionally Ward-pooled (pooling/ward.h) before scoring. Queries are
-// never pooled. Shared by the maxsim training task, `spread eval` and `spread calibrate`.
+// Multi-vector (late-interaction) encoding (SPEC.md 4): queries read as "[CLS] [Q] text [SEP]", documents as
+// "[CLS] [D] text [SEP]", each token a unit vector of the model's head (TransformerImpl::token_vectors). Shared by
+// the maxsim training task, retrieval (eval/multi_vector_retrieval.h), `spread calibrate` and export.
 //
 // Query expansion (ColBERT, PyLate's default): a query is padded to query_length with [MASK] ids that no token
 // attends to (attention sees the real tokens only) but that score like real tokens; without it queries are padded
@@ -13,9 +12,7 @@
 #include <vector>
 #include <torch/types.h>
 
-#include "spread/data/beir.h"
 #include "spread/data/tokenizer.h"
-#include "spread/eval/retrieval_metrics.h"
 #include "spread/model/transformer.h"
 #include "spread/pooling/ward.h"
 
@@ -51,24 +48,16 @@ TokenBatch document_batch(const std::vector<const std::vector<int32_t>*>& seqs, 
 // [B, T, head_dim] unit token vectors of one batch, in the model's current mode, with autograd as the caller has it.
 torch::Tensor encode_tokens(Transformer& model, const TokenBatch& batch);
 
+// Queries' vectors [N, query_length, head_dim] (float32, CPU) and scoring masks [N, query_length], every batch
+// padded to query_length; in eval mode, the caller holding no_grad.
+std::pair<torch::Tensor, torch::Tensor> encode_queries(Transformer& model, const Tokenizer& tokenizer,
+                                                       const std::vector<std::string>& texts,
+                                                       const MultiVectorSpec& spec);
+
 // The scoring vectors of each document ([n_i, head_dim] float64, CPU, in token order), eval mode, no gradients,
 // batched longest first. `progress(done, total)` after each batch.
 std::vector<RowMatrixXd> encode_documents(Transformer& model, const Tokenizer& tokenizer,
                                           const std::vector<std::string>& texts, const MultiVectorSpec& spec,
                                           const std::function<void(int64_t, int64_t)>& progress = {});
-
-// Retrieval at one pool factor: the metrics, and the mean number of vectors per document scored.
-struct PooledRetrieval {
-  double pool_factor = 1;
-  RetrievalMetrics metrics;
-  double mean_vectors = 0;
-};
-
-// Encodes the corpus and the queries once, then for each pool factor (1 = unpooled) pools every document
-// (WardBudget::pool_factor, `ward` options) and ranks the whole corpus by MaxSim (ties by corpus id).
-std::vector<PooledRetrieval> evaluate_multi_vector_retrieval(
-    Transformer& model, const Tokenizer& tokenizer, const BeirData& data, const MultiVectorSpec& spec,
-    const std::vector<double>& pool_factors, const WardPoolOptions& ward = {},
-    const std::function<void(int64_t, int64_t)>& progress = {});
 
 }  // namespace spread

@@ -1,4 +1,4 @@
-#include "spread/export/hf_tokenizer.h"
+#include "spread/interchange/hf_tokenizer.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "spread/export/safetensors.h"
+#include "spread/interchange/safetensors.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -7,7 +7,6 @@
 #include <cstring>
 #include <vector>
 
-#include "spread/train/checkpoint.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 

@@ -1,4 +1,4 @@
-#include "spread/train/run_files.h"
+#include "spread/run/run_files.h"
 
 #include <zlib.h>
 
@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "spread/train/checkpoint.h"
+#include "spread/run/checkpoint.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 

@@ -1,13 +1,12 @@
-#include "spread/train/run.h"
+#include "spread/interchange/loaded_run.h"
 
 #include <fmt/format.h>
 
 #include "spread/data/hf_run_tokenizer.h"
 #include "spread/data/special_tokens.h"
 #include "spread/data/text_stream.h"
-#include "spread/train/checkpoint.h"
-#include "spread/train/setup.h"
-#include "spread/train/trainer.h"
+#include "spread/run/checkpoint.h"
+#include "spread/run/setup.h"
 #include "spread/util/error.h"
 
 namespace spread {
@@ -22,7 +21,7 @@ LoadedRun load_model_folder(const std::string& dir) {
   run.recipe = recipe_of_model_folder(folder);
   // A PyLate folder's prefixes ("[Q] ", added tokens) are spread's markers, which encoding inserts after [CLS].
   const auto& t = run.recipe.tokenizer;
-  run.tokenizer = load_hf_run_tokenizer(t.path, {t.query_marker, t.document_marker});
+  run.tokenizer = load_hf_run_tokenizer(t.path, {t.query_marker, t.document_marker, t.lowercase});
   // Embedding tables are often padded past the tokenizer (to a multiple of 8 or 64); never the other way.
   if (run.tokenizer->vocab_size() > folder.config.vocab_size)
     throw user_error(run.recipe.source, 0, "vocab_size",
@@ -68,7 +67,9 @@ void generate_text(LoadedRun& run, const std::string& prompt, const SampleOption
   if (ids.empty()) ids = run.tokenizer->encode("\n");
   emit(run.tokenizer->decode(ids));
   TextStream stream(*run.tokenizer, ids);
-  generate(run.model, ids, options, recipe_device(run.recipe), [&](int32_t id) { emit(stream.push(id)); });
+  SampleOptions limited = options;
+  limited.vocab_limit = run.tokenizer->vocab_size();  // padded rows have no text to decode
+  generate(run.model, ids, limited, recipe_device(run.recipe), [&](int32_t id) { emit(stream.push(id)); });
   emit(stream.finish());
 }
 

@@ -48,8 +48,4 @@ UserError diverged_checkpoint_error(const std::string& path, const std::string& 
 // by a spread without the check above), with the way out. `warn` sees each skipped file first.
 Checkpoint checkpoint_to_use(const std::string& run_dir, const std::function<void(const std::string&)>& warn);
 
-// Atomically replaces `path` with `contents` (util/file.h, write_output_file: temporary file, fsync, rename, fsync
-// of the directory; a symbolic link at `path` is refused).
-void write_file_atomic(const std::string& path, const std::string& contents);
-
 }  // namespace spread

@@ -15,7 +15,7 @@
 #include <string>
 #include <nlohmann/json.hpp>
 
-#include "spread/export/safetensors.h"
+#include "spread/interchange/safetensors.h"
 #include "spread/model/transformer.h"
 
 namespace spread {

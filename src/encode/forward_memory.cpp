@@ -1,4 +1,4 @@
-#include "spread/eval/forward_memory.h"
+#include "spread/encode/forward_memory.h"
 
 #include <fmt/format.h>
 

@@ -8,8 +8,8 @@
 #include <torch/types.h>
 
 #include "spread/config/recipe.h"
-#include "spread/export/hf_import.h"
 #include "spread/data/tokenizer.h"
+#include "spread/interchange/hf_import.h"
 #include "spread/model/generate.h"
 #include "spread/model/transformer.h"
 
@@ -29,7 +29,7 @@ struct LoadedRun {
 // Throws UserError (naming the directory and the fix) when the run dir has no recipe or no checkpoint to use
 // (none yet, all damaged, or the newest intact one holds NaN or Inf; see checkpoint_to_use). Reads only: works on
 // a run that is training.
-// A model folder (export/hf_import.h: is_model_folder) is loaded as one, with the recipe it implies and step 0.
+// A model folder (util/model_folder.h: is_model_folder) is loaded as one, with the recipe it implies and step 0.
 LoadedRun load_run(const std::string& run_dir);
 
 // Samples from the run's model and hands the text to `emit` as it is produced: the prompt first, then the text of

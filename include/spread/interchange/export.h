@@ -1,5 +1,5 @@
 #pragma once
-// `spread export`: a run's checkpoint as a folder that the Python ecosystem loads (export/hf_layout.h):
+// `spread export`: a run's checkpoint as a folder that the Python ecosystem loads (interchange/hf_layout.h):
 //   causal LM   config.json + model.safetensors of GPT2LMHeadModel (AutoModelForCausalLM.from_pretrained(dir))
 //   encoder     config.json + model.safetensors of MegatronBertModel, around it a sentence-transformers folder
 //               (modules.json, config_sentence_transformers.json, sentence_bert_config.json, 1_Pooling/config.json)
@@ -7,7 +7,7 @@
 //               with the multi-vector head as linear.weight) instead of 1_Pooling, and the ColBERT keys of
 //               config_sentence_transformers.json (models.ColBERT(dir))
 // and in each the tokenizer: tokenizer.json, tokenizer_config.json and special_tokens_map.json where the kind has a
-// Hugging Face form (export/hf_tokenizer.h), the run's own files (tokenizer.model or tokenizer.chars, spread's
+// Hugging Face form (interchange/hf_tokenizer.h), the run's own files (tokenizer.model or tokenizer.chars, spread's
 // record as spread_tokenizer.json), and spread_export.json (layout, run, step), which marks the folder as an export.
 //
 // Promises: the same checkpoint gives byte-identical files; the folder appears whole or not at all (written under a
@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-#include "spread/export/safetensors.h"
+#include "spread/interchange/safetensors.h"
 #include "spread/model/transformer.h"
 
 namespace spread {
@@ -37,10 +37,6 @@ struct ExportResult {
 ExportResult export_run(const ExportRequest& request);
 
 inline constexpr const char* kExportMarker = "spread_export.json";
-
-// Whether `dir` holds a Hugging Face model folder (config.json and model.safetensors) and is not a run directory
-// (no recipe.toml): a run is always read as a run.
-bool is_hf_model_dir(const std::string& dir);
 
 // [train] init_from of such a folder: its GPT-2 weights as "model.<name>" tensors for load_model_weights, for a
 // model of shape `cfg`. UserError naming the folder's file when it is not GPT-2 or its shape differs from cfg's.

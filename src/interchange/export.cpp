@@ -1,4 +1,4 @@
-#include "spread/export/export.h"
+#include "spread/interchange/export.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -9,12 +9,11 @@
 #include <map>
 
 #include "spread/data/tokenizer.h"
-#include "spread/eval/multi_vector.h"
-#include "spread/export/hf_layout.h"
-#include "spread/export/hf_tokenizer.h"
-#include "spread/train/checkpoint.h"
-#include "spread/train/setup.h"
-#include "spread/train/trainer.h"
+#include "spread/encode/multi_vector.h"
+#include "spread/interchange/hf_layout.h"
+#include "spread/interchange/hf_tokenizer.h"
+#include "spread/run/checkpoint.h"
+#include "spread/run/setup.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 
@@ -43,7 +42,7 @@ Checkpoint checkpoint_for(const std::string& run_dir, const std::optional<int64_
   return ckpt;
 }
 
-// Hugging Face's tokenizer files, where the kind has a tokenizer.json (export/hf_tokenizer.h).
+// Hugging Face's tokenizer files, where the kind has a tokenizer.json (interchange/hf_tokenizer.h).
 void add_hf_tokenizer_files(const std::optional<nlohmann::json>& tokenizer_json, const Tokenizer& tokenizer,
                             int64_t max_length, Files& files) {
   if (!tokenizer_json) return;
@@ -82,7 +81,8 @@ nlohmann::json pooling_config(const std::string& pooling, int64_t width) {
 }
 
 // The sentence-transformers files around the MegatronBert model (names from SentenceTransformer.save()).
-void add_sentence_transformers_files(const Recipe& recipe, const TransformerConfig& cfg, Files& files) {
+void add_sentence_transformers_files(const Recipe& recipe, const TransformerConfig& cfg, bool lowercases,
+                                     Files& files) {
   files["modules.json"] = json_file(nlohmann::json::array(
       {{{"idx", 0}, {"name", "0"}, {"path", ""}, {"type", "sentence_transformers.models.Transformer"}},
        {{"idx", 1}, {"name", "1"}, {"path", "1_Pooling"}, {"type", "sentence_transformers.models.Pooling"}}}));
@@ -90,7 +90,8 @@ void add_sentence_transformers_files(const Recipe& recipe, const TransformerConf
       {{"model_type", "SentenceTransformer"}, {"prompts", nlohmann::json::object()},
        {"default_prompt_name", nullptr}, {"similarity_fn_name", "cosine"}});
   const int64_t max_length = recipe.data.max_length > 0 ? recipe.data.max_length : cfg.block_size;
-  files["sentence_bert_config.json"] = json_file({{"max_seq_length", max_length}, {"do_lower_case", false}});
+  files["sentence_bert_config.json"] =
+      json_file({{"max_seq_length", max_length}, {"do_lower_case", lowercases}});
   files["1_Pooling/config.json"] = json_file(pooling_config(recipe.loss.contrastive.pooling, cfg.n_embd));
 }
 
@@ -245,6 +246,9 @@ ExportResult export_run(const ExportRequest& request) {
                                                            ? "model.type_vocab_size" : "model.mlm_transform",
                        "GPT-2 has pre-LayerNorm blocks, no token types and no MLM head: this LM has no GPT-2 layout",
                        "export LM runs trained with norm_position = \"pre\", type_vocab_size = 0, mlm_transform = false");
+    if (tokenizer->lowercases())
+      throw user_error(recipe.source, 0, "tokenizer.lowercase", "is true, and the GPT-2 layout has no lower-casing "
+                       "step: transformers would tokenize the text as written", "use `spread eval`/`generate` on the run");
     result.layout = "gpt2";
     files["config.json"] = json_file(gpt2_config(cfg, tokenizer->bos_id(), tokenizer->eos_id()));
     files["model.safetensors"] = safetensors_bytes(gpt2_tensors(params, cfg));
@@ -260,7 +264,7 @@ ExportResult export_run(const ExportRequest& request) {
     files["model.safetensors"] = safetensors_bytes(cfg.post_norm ? bert_tensors(params, cfg)
                                                                  : megatron_bert_tensors(params, cfg));
     if (result.layout == "pylate") add_pylate_files(recipe, cfg, params, *tokenizer, tokenizer_json, files);
-    else add_sentence_transformers_files(recipe, cfg, files);
+    else add_sentence_transformers_files(recipe, cfg, tokenizer->lowercases(), files);
   }
   result.bytes = int64_t(files["model.safetensors"].size());
   add_tokenizer_files(request.run_dir, files);
@@ -274,11 +278,6 @@ ExportResult export_run(const ExportRequest& request) {
                                     {"objective", recipe.train.objective}});
   write_folder(files, out);
   return result;
-}
-
-bool is_hf_model_dir(const std::string& dir) {
-  const fs::path d = dir;
-  return fs::exists(d / "config.json") && fs::exists(d / "model.safetensors") && !fs::exists(d / "recipe.toml");
 }
 
 NamedTensors read_gpt2_weights(const std::string& dir, const TransformerConfig& cfg) {

@@ -1,6 +1,6 @@
 #pragma once
 // Reading the models people have: a Hugging Face model folder, or a sentence-transformers folder around one, as a
-// spread model with the weights exactly as they are (export/hf_layout.h has the writing direction).
+// spread model with the weights exactly as they are (interchange/hf_layout.h has the writing direction).
 //   weights      model.safetensors, or the shards listed in model.safetensors.index.json; 16-bit tensors are
 //                widened to float32 (spread computes in float32); pytorch_model.bin alone is refused with the
 //                command that converts it (a Python pickle, which LibTorch's C++ API does not read), a Git LFS
@@ -10,7 +10,7 @@
 //   GPT-2        GPT2LMHeadModel, GPT2Model (Conv1D weights transposed, tied head)
 //   sentence-transformers  modules.json with Transformer (weights in the folder or its module path), Pooling
 //                (mean, cls, max, lasttoken, weightedmean; include_prompt), Normalize; sentence_bert_config.json's
-//                max_seq_length; config_sentence_transformers.json's prompts and default_prompt_name
+//                max_seq_length and do_lower_case; config_sentence_transformers.json's prompts and default_prompt_name
 //   PyLate       a ColBERT folder: the encoder, 1_Dense (and 2_Dense: their product is the one head; no bias,
 //                identity activation), config_sentence_transformers.json's query/document prefixes (added tokens
 //                such as "[Q] "), lengths, do_query_expansion and skiplist_words
@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "spread/config/recipe.h"
-#include "spread/export/safetensors.h"
+#include "spread/interchange/safetensors.h"
 #include "spread/model/transformer.h"
 #include "spread/util/model_folder.h"
 
@@ -34,6 +34,7 @@ struct SentenceTransformersModules {
   bool include_prompt = true;    // false: the prompt's tokens (and [CLS]) are left out of the pooled mean
   bool normalize = false;        // a Normalize module follows the pooling
   int64_t max_seq_length = 0;    // 0 = the model's positions
+  bool lowercase = false;        // do_lower_case: Python's str.lower() of each text first (recipe tokenizer.lowercase)
   std::map<std::string, std::string> prompts;  // name -> text prepended to the input
   std::string default_prompt_name;             // "" = none
 };
@@ -65,5 +66,11 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights = t
 // (encoders, pooled as the sentence-transformers modules say, else mean) or "maxsim" (PyLate, with its lengths,
 // expansion and skiplist), data.max_length the folder's max_seq_length or positions.
 Recipe recipe_of_model_folder(const HfModelFolder& folder);
+
+// [train] init_from of a model folder that is not spread's own export: the recipe with the
+// folder's architecture keys ([model] shape and options), its tokenizer (kind "hf", path) and, where the recipe
+// leaves them at their defaults, its max_seq_length and pooling. A [model] or [tokenizer] value that is not the
+// default and differs from the folder's is a UserError naming both. Any other recipe is returned as it is.
+Recipe adopt_model_folder(const Recipe& recipe);
 
 }  // namespace spread

@@ -1,10 +1,10 @@
-#include "spread/eval/embed.h"
+#include "spread/encode/embed.h"
 
 #include <algorithm>
 #include <numeric>
 
 #include "spread/data/special_tokens.h"
-#include "spread/eval/forward_memory.h"
+#include "spread/encode/forward_memory.h"
 
 namespace spread {
 

@@ -1,7 +1,7 @@
-// Hugging Face and sentence-transformers folders as spread models (export/hf_import.h). Names and config keys
+// Hugging Face and sentence-transformers folders as spread models (interchange/hf_import.h). Names and config keys
 // come from transformers' modeling_bert.py / configuration_bert.py / modeling_gpt2.py and sentence-transformers'
 // models/Pooling.py; what each file holds is checked, not assumed.
-#include "spread/export/hf_import.h"
+#include "spread/interchange/hf_import.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "spread/export/hf_layout.h"
+#include "spread/interchange/hf_layout.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 
@@ -320,6 +320,7 @@ struct StModules {
   std::string transformer_path;
   bool pooled = false;
   torch::Tensor head;  // PyLate's Dense modules as one [out, width] matrix (undefined: none)
+  std::string lowercase_source;  // the sentence_bert_config.json read, if any
 };
 
 // One pylate.models.Dense.Dense module: its linear weight [out, in] (no bias, identity activation, no residual).
@@ -400,8 +401,8 @@ StModules read_sentence_modules(const std::string& dir) {
     if (auto c = read_optional_json(path_in(where, "sentence_bert_config.json"))) {
       const std::string sbert = path_in(where, "sentence_bert_config.json");
       out.info.max_seq_length = int_key(*c, "max_seq_length", sbert, 0);
-      require(!bool_key(*c, "do_lower_case", sbert, false), sbert, "do_lower_case", true,
-              "false (a lowercasing tokenizer, such as bert-base-uncased's, lowercases already)");
+      out.info.lowercase = bool_key(*c, "do_lower_case", sbert, false);
+      out.lowercase_source = sbert;
       break;
     }
   }
@@ -430,6 +431,8 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
     if (c && string_key(*c, "model_type", "") == "ColBERT") {
       if (!st.head.defined() || st.pooled)
         throw user_error(path_in(dir, "modules.json"), 0, "", "a ColBERT folder needs Dense modules and no Pooling");
+      // PyLate inserts its prefixes into the tokenized text; lower-casing the text around them is not modelled.
+      require(!st.info.lowercase, st.lowercase_source, "do_lower_case", true, "false in a ColBERT folder");
       folder.colbert = read_colbert_config(*c, st_config);
       head = st.head;
     } else {
@@ -494,6 +497,7 @@ Recipe recipe_of_model_folder(const HfModelFolder& folder) {
   r.model.layer_norm_eps = c.layer_norm_eps;
   r.model.type_vocab_size = c.type_vocab_size;
   r.model.mlm_transform = c.mlm_transform;
+  r.model.vocab_size = c.vocab_size;
   r.model.dropout = 0.0;
   r.tokenizer.kind = "hf";
   // The tokenizer files sit beside the weights, or at the top of a sentence-transformers folder.
@@ -519,6 +523,7 @@ Recipe recipe_of_model_folder(const HfModelFolder& folder) {
     r.loss.contrastive.pooling = folder.sentence->pooling;
     if (folder.sentence->max_seq_length > 0)
       r.data.max_length = std::min(folder.sentence->max_seq_length, c.block_size);
+    r.tokenizer.lowercase = folder.sentence->lowercase;
   }
   return r;
 }

@@ -12,13 +12,16 @@
 
 namespace spread {
 
+// The model of the recipe for a tokenizer of `vocab_size` ids: model.vocab_size rows when set (UserError naming the
+// key when that is fewer), else vocab_size.
 TransformerConfig model_config(const Recipe& recipe, int64_t vocab_size);
 
-// [train] init_from of a model folder (export/hf_import.h) that is not spread's own export: the recipe with the
-// folder's architecture keys ([model] shape and options), its tokenizer (kind "hf", path) and, where the recipe
-// leaves them at their defaults, its max_seq_length and pooling. A [model] or [tokenizer] value that is not the
-// default and differs from the folder's is a UserError naming both. Any other recipe is returned as it is.
-Recipe adopt_model_folder(const Recipe& recipe);
+// `spread train --resume RUN_DIR [--set ...]`: the recipe saved in the run dir, with overrides applied.
+Recipe recipe_of_run(const std::string& run_dir, const std::vector<std::string>& overrides = {});
+
+// tokenizer.lowercase against the run's tokenizer, which decides (it is saved with the run, or copied by
+// init_from): a UserError naming the key when they differ.
+void check_lowercase_matches(const Recipe& recipe, const Tokenizer& tokenizer);
 
 // Parses run.device and checks that it exists here (UserError naming run.device otherwise).
 torch::Device recipe_device(const Recipe& recipe);

@@ -1,4 +1,4 @@
-#include "spread/export/hf_layout.h"
+#include "spread/interchange/hf_layout.h"
 
 #include <fmt/format.h>
 
