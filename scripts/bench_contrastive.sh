@@ -148,7 +148,7 @@ PY
     fi
     echo "reference model check: with spread's weights, st_ref.py's embeddings of 256 texts are spread's to $diff"
   fi
-  if [[ "$(file_field "$run/run.json" blas_coretype_origin)" == "spread (auto)" ]]; then
+  if [[ "$(file_field "$run/run.json" blas_coretype_origin)" == "spread (auto"* ]]; then
     ref_env=(OPENBLAS_CORETYPE="$(file_field "$run/run.json" blas_core)")
   fi
 }

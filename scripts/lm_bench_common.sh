@@ -21,7 +21,7 @@ echo "matmul peak: ${peak} GFLOP/s ($(json_field "$matmul" blas) $(json_field "$
      "core $(json_field "$matmul" core), $(json_field "$matmul" origin)); bf16 (oneDNN): ${bf16_peak} GFLOP/s"
 # The reference runs under the same BLAS core: the one spread chose itself, if it did.
 ref_env=()
-[[ "$(json_field "$matmul" origin)" == "spread (auto)" ]] && ref_env=(OPENBLAS_CORETYPE="$(json_field "$matmul" core)")
+[[ "$(json_field "$matmul" origin)" == "spread (auto"* ]] && ref_env=(OPENBLAS_CORETYPE="$(json_field "$matmul" core)")
 
 common=(--set run.out_dir="$out" --set data.source=text --set data.path="$data" --set tokenizer.kind=char
         --set train.eval_every=0 --set train.ckpt_every=0 --set train.log_every=5 --set model.dropout=0.0

@@ -28,8 +28,9 @@ inline std::string spread_under_test() {
   return other != nullptr && *other != '\0' ? other : SPREAD_BINARY;
 }
 
-inline CliResult run_spread(const std::string& args) {
-  const std::string cmd = spread_under_test() + " " + args + " 2>&1";
+// `prefix` goes before the program (an `env ...` that sets or clears variables for this run).
+inline CliResult run_spread_env(const std::string& prefix, const std::string& args) {
+  const std::string cmd = prefix + " " + spread_under_test() + " " + args + " 2>&1";
   CliResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf{};
@@ -38,6 +39,8 @@ inline CliResult run_spread(const std::string& args) {
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
+
+inline CliResult run_spread(const std::string& args) { return run_spread_env("", args); }
 
 inline std::filesystem::path fresh_temp_dir(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() / ("spread_" + name + "_" + std::to_string(::getpid()));

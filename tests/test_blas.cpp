@@ -1,8 +1,10 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <thread>
 
+#include "cli_run.h"
 #include "spread/runtime/blas.h"
 
 namespace {
@@ -26,6 +28,22 @@ TEST(Blas, LoadsTheOpenMpBuildOfOpenBlasWhenBuiltForIt) {
   if (info.library == "OpenBLAS") EXPECT_TRUE(info.threading == "pthread" || info.threading == "sequential" ||
                                               info.threading == "openmp") << info.threading;
 #endif
+}
+
+// Where OpenBLAS misdetects the CPU, spread switches its kernels in the running process (no second start of
+// LibTorch) and `spread info` names the core it switched to; where the detection is right, nothing changes.
+TEST(Blas, AMisdetectedCoreIsSwitchedInPlace) {
+  const auto r = spread::testing::run_spread_env("env -u OPENBLAS_CORETYPE -u SPREAD_BLAS_REEXEC -u SPREAD_BLAS_AUTO",
+                                                 "info");
+  ASSERT_EQ(r.code, 0) << r.output;
+  if (r.output.find("OpenBLAS (") == std::string::npos) GTEST_SKIP() << "OpenBLAS is not the BLAS: " << r.output;
+  if (r.output.find("(OpenBLAS detection)") != std::string::npos) {
+    std::cout << "OpenBLAS detected this CPU well; nothing to switch: " << r.output;
+    return;
+  }
+  EXPECT_NE(r.output.find("(spread (auto, in place))"), std::string::npos) << r.output;
+  EXPECT_TRUE(r.output.find("core skylakex") != std::string::npos ||
+              r.output.find("core haswell") != std::string::npos) << r.output;
 }
 
 TEST(Blas, DefaultThreadPlanNeverRunsTwoPoolsOnTheSameCores) {

@@ -1,7 +1,8 @@
 #pragma once
 // BLAS and threads. Debian's OpenBLAS 0.3.21 identifies AVX-512 CPUs it does not know as "Prescott" and runs
-// float32 matmul 3-5x slower than its SkylakeX kernels. OpenBLAS reads OPENBLAS_CORETYPE once, when it loads
-// (before main), so spread re-executes itself with the matching core set when:
+// float32 matmul 3-5x slower than its SkylakeX kernels. OpenBLAS reads OPENBLAS_CORETYPE when it loads (before
+// main), so spread sets it and has the loaded OpenBLAS select its kernels again (gotoblas_dynamic_init; where the
+// build lacks that, spread re-executes itself) when:
 //   OpenBLAS is the BLAS, OPENBLAS_CORETYPE is unset (a value set by the user or the machine is never
 //   overridden), the CPU has the instruction sets of a better core than the detected one, and
 //   SPREAD_BLAS_AUTO is not "0" (the opt-out).
@@ -10,14 +11,16 @@
 
 namespace spread {
 
-// Call first in main(), before anything else runs. Returns only when no re-exec happened (or it failed).
+// Call first in main(), before anything else runs (and before any BLAS call). Returns only when no re-exec happened
+// (or it failed).
 void select_blas_core(char** argv);
 
 struct BlasInfo {
   std::string library = "unknown";  // "OpenBLAS" or "unknown"
   std::string config;               // openblas_get_config()
   std::string core;                 // openblas_get_corename()
-  std::string coretype_origin;      // "environment", "spread (auto)", "opted out", "OpenBLAS detection"
+  std::string coretype_origin;      // "environment", "spread (auto, in place | restarted)", "opted out",
+                                    // "OpenBLAS detection"
   std::string threading;            // "openmp", "pthread" or "sequential" (openblas_get_parallel())
   int blas_threads = 0;
 };

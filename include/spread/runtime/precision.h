@@ -6,6 +6,8 @@
 // with a one-line warning: LibTorch would emulate bf16 products on a CPU without those instructions, several times
 // slower than float32.
 // SPREAD_FORCE_NO_BF16=1 in the environment forces the fallback (tests, or to compare on one machine).
+// SPREAD_FORCE_BF16=1 skips the speed check on a CPU with bf16 instructions (tests of the bf16 path on a CPU
+// where its products are not faster).
 // On CUDA bf16 is taken as requested (no check here).
 //
 // What bf16 covers (model/transformer.h, mixed_linear): every linear layer and the tied LM head, forward and both
