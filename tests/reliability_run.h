@@ -46,8 +46,8 @@ inline Result shell(const std::string& command) {
 
 inline std::string spread_binary() { return spread_under_test(); }
 
-// SPREAD_BLAS_AUTO=0: no re-execution for the BLAS core, which halves the start of each of the many short
-// processes here (speed is not under test).
+// SPREAD_BLAS_AUTO=0: no switch of the BLAS core of its own, which would restart each of the many short processes
+// here where OpenBLAS lacks the in-place switch (speed is not under test).
 inline std::string spread_command(const std::string& args) {
   return "SPREAD_BLAS_AUTO=0 " + spread_binary() + " " + args;
 }

@@ -63,8 +63,6 @@ void expect_not_float32(const torch::Tensor& got, const torch::Tensor& exact, co
   EXPECT_GT((err - fp32_bound).max().item<double>(), 0.0) << what << ": as exact as float32, so not bf16";
 }
 
-bool bf16_here() { return spread::plan_precision("bf16", torch::kCPU).used == "bf16"; }
-
 // The bounds below are oneDNN's bf16 kernels' (float32 accumulation), which LibTorch runs where the CPU has a bf16
 // instruction set. Without one (e.g. this project's AMD EPYC machines, no AVX-512 at all) LibTorch's fallback
 // product falls outside them, measured: dx and dW beyond the bound by 0.009-0.05; spread never trains in bf16 there
@@ -296,11 +294,14 @@ TEST(Precision, ForcedFallbackTrainsBitwiseLikeFloat32) {
 // in float32. Its LM and dispersion losses stay within 2% of a float32 run's over the steps.
 TEST(Precision, Bf16ResumesBitwiseAndContinuesInFloat32) {
   SKIP_WITHOUT_BF16_INSTRUCTIONS();
+  if (std::getenv("SPREAD_FORCE_NO_BF16")) GTEST_SKIP() << "SPREAD_FORCE_NO_BF16 is set";
   // The bf16 path whether or not its products beat float32's here (they do not on AVX512-BF16 without AMX).
-  ::setenv("SPREAD_FORCE_BF16", "1", 1);
-  struct Unset {
-    ~Unset() { ::unsetenv("SPREAD_FORCE_BF16"); }
-  } unset;
+  struct ForceBf16 {
+    const char* before = std::getenv("SPREAD_FORCE_BF16");
+    std::string saved = before ? before : "";
+    ForceBf16() { ::setenv("SPREAD_FORCE_BF16", "1", 1); }
+    ~ForceBf16() { before ? ::setenv("SPREAD_FORCE_BF16", saved.c_str(), 1) : ::unsetenv("SPREAD_FORCE_BF16"); }
+  } force;
   auto dir = fresh_temp_dir("bf16_resume");
   ASSERT_EQ(spread::train(tiny_recipe(dir, "straight", 8, {"train.precision=bf16"}), spread::TrainStart::Fresh), 0);
   ASSERT_EQ(spread::train(tiny_recipe(dir, "broken", 8, {"train.precision=bf16"}), spread::TrainStart::Fresh), 0);

@@ -66,8 +66,8 @@ int dispatch(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // May re-execute with OPENBLAS_CORETYPE set; before any matmul runs. `export` runs none: it skips the second
-  // start (about 0.9 s of a shape-B export's 2.5 s).
+  // Switches OpenBLAS's kernels (or, where it cannot, re-executes); before any matmul runs. `export` runs none: it
+  // skips the switch (and with it any second start).
   if (argc < 2 || std::strcmp(argv[1], "export") != 0) spread::select_blas_core(argv);
   spread::tune_allocator();
   try {

@@ -56,6 +56,8 @@ std::string threading_name() {
   }
 }
 
+bool switched_in_place = false;  // this process switched OpenBLAS's kernels itself
+
 // Switches the loaded OpenBLAS to `core` in this process, before its first call: a DYNAMIC_ARCH build keeps the
 // chosen kernel table in one pointer, which gotoblas_dynamic_quit clears and gotoblas_dynamic_init sets again from
 // OPENBLAS_CORETYPE; every blocking parameter is read through that table at call time. False where the build
@@ -80,14 +82,19 @@ void select_blas_core(char** argv) {
   std::string core = better_core(detected);
   if (core.empty()) return;
   setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
-  // In place (about 0.35 s less than a second start of LibTorch); the variables stay set for child processes.
-  setenv("SPREAD_BLAS_REEXEC", "in place", 1);  // marks the value as ours and stops a re-exec in children
-  if (switch_core_in_process(core)) return;
+  // In place (about 0.35 s less than a second start of LibTorch). The variables stay set: child processes load
+  // OpenBLAS with the core, and SPREAD_BLAS_REEXEC marks the value as spread's and stops their own switch.
+  setenv("SPREAD_BLAS_REEXEC", "from the parent process", 1);
+  if (switch_core_in_process(core)) {
+    switched_in_place = true;
+    return;
+  }
   setenv("SPREAD_BLAS_REEXEC", "restarted", 1);
   execv("/proc/self/exe", argv);
   std::fprintf(stderr, "spread: could not re-execute with OPENBLAS_CORETYPE=%s; continuing with %s\n", core.c_str(),
                detected.c_str());
   unsetenv("OPENBLAS_CORETYPE");
+  unsetenv("SPREAD_BLAS_REEXEC");
 }
 
 BlasInfo blas_info() {
@@ -100,7 +107,8 @@ BlasInfo blas_info() {
   if (auto threads = openblas_symbol<int (*)()>("openblas_get_num_threads")) info.blas_threads = threads();
   info.threading = threading_name();
   const char* opt = std::getenv("SPREAD_BLAS_AUTO");
-  if (const char* how = std::getenv("SPREAD_BLAS_REEXEC")) info.coretype_origin = std::string("spread (auto, ") + how + ")";
+  if (switched_in_place) info.coretype_origin = "spread (auto, in place)";
+  else if (const char* how = std::getenv("SPREAD_BLAS_REEXEC")) info.coretype_origin = "spread (auto, " + std::string(how) + ")";
   else if (std::getenv("OPENBLAS_CORETYPE")) info.coretype_origin = "environment";
   else if (opt && std::string(opt) == "0") info.coretype_origin = "opted out (SPREAD_BLAS_AUTO=0)";
   else info.coretype_origin = "OpenBLAS detection";

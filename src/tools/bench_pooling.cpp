@@ -26,6 +26,7 @@
 #include "spread/pooling/ward.h"
 #include "spread/pooling/ward_batch.h"
 #include "spread/runtime/allocator.h"
+#include "spread/runtime/blas.h"
 
 namespace {
 
@@ -100,6 +101,7 @@ void save_documents_and_labels(const std::string& dir, const std::vector<spread:
 }  // namespace
 
 int main(int argc, char** argv) {
+  spread::select_blas_core(argv);  // the kernels `spread` runs
   spread::tune_allocator();  // as the spread executable runs
   cxxopts::Options options("bench_pooling", "Ward token pooling of random documents: wall and CPU time per call.");
   options.add_options()

@@ -18,6 +18,7 @@
 
 #include "spread/diagnostics/socm.h"
 #include "spread/runtime/allocator.h"
+#include "spread/runtime/blas.h"
 #include "spread/runtime/gemm.h"
 
 namespace {
@@ -79,6 +80,7 @@ double cross_flops(const std::vector<spread::SocmText>& texts, int64_t max_pairs
 }  // namespace
 
 int main(int argc, char** argv) {
+  spread::select_blas_core(argv);  // the kernels `spread` runs
   spread::tune_allocator();  // as `spread train` and `spread diagnose` run
   cxxopts::Options options("bench_socm", "SOCM over all pairs of random token lists: time, pairs/s, peak RSS.");
   options.add_options()

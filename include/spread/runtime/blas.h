@@ -19,8 +19,8 @@ struct BlasInfo {
   std::string library = "unknown";  // "OpenBLAS" or "unknown"
   std::string config;               // openblas_get_config()
   std::string core;                 // openblas_get_corename()
-  std::string coretype_origin;      // "environment", "spread (auto, in place | restarted)", "opted out",
-                                    // "OpenBLAS detection"
+  std::string coretype_origin;      // "environment", "spread (auto, in place | restarted | from the parent
+                                    // process)", "opted out", "OpenBLAS detection"
   std::string threading;            // "openmp", "pthread" or "sequential" (openblas_get_parallel())
   int blas_threads = 0;
 };
