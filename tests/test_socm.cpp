@@ -340,6 +340,21 @@ TEST(Socm, SvdSolverAgreesWithTheDefault) {
   for (size_t k = 0; k < pairs.size(); ++k) expect_near_pair(fast[k], slow[k], 1e-12, fmt::format("pair {}", k));
 }
 
+TEST(Socm, DefaultSolverAgreesWithTheSvdOnBothSidesOfTheLaneWidth) {
+  // Gram sizes from 2 to 159: pairs of short texts go through the lanes (kLanes at a time), pairs of long ones one
+  // at a time; every pair against its own BDCSVD.
+  Gen g(21);
+  std::vector<spread::SocmText> texts;
+  for (int tokens : {3, 40, 64, 100, 120, 129, 130, 150, 160, 60, 140, 128})
+    texts.push_back(spread::socm_prepare(g.list(tokens, 200)));
+  const auto pairs = spread::socm_pair_list(int64_t(texts.size()), 0, 0);
+  SocmOptions svd;
+  svd.solver = spread::SocmSolver::kSvd;
+  const auto fast = spread::socm_pairs(texts, pairs), slow = spread::socm_pairs(texts, pairs, svd);
+  for (size_t k = 0; k < pairs.size(); ++k)
+    expect_near_pair(fast[k], slow[k], 1e-12, fmt::format("pair {} ({}, {})", k, pairs[k].first, pairs[k].second));
+}
+
 // ---- paper_compatible ---------------------------------------------------------------------------------------------
 
 // Tokens mu +- sqrt(m var_k) e_k (two per direction with var_k > 0, m such directions), all rotated by R: mean R mu

@@ -2,6 +2,7 @@
 #include "spread/diagnostics/socm.h"
 
 #include "spread/diagnostics/tridiagonal.h"
+#include "spread/diagnostics/tridiagonal_lanes.h"
 #include "spread/runtime/gemm.h"
 
 #include <Eigen/Eigenvalues>
@@ -38,6 +39,8 @@ constexpr double kDropRow = 1e-10;
 // only while lambda_min stays well above it. Measured against long-double SVDs of 20k graded 1..64 x 1..64
 // matrices: worst |sum sqrt(lambda) - ||M||_*| = 3e-13 sigma_max at this ratio, 2e-8 sigma_max below 1e-15.
 constexpr double kGramCondition = 1e-8;
+// The widest Gram that the default solver takes in lanes (evaluate_pairs says why).
+constexpr Index kMaxLaneGram = 128;
 
 // Thin basis of F (n x d): F P = H R (column-pivoted Householder QR, H orthonormal), so F = H (R P^T) and for two
 // texts F1 F2^T = H1 (Q1 Q2^T) H2^T with Q = R P^T: same singular values, r1 x r2 instead of n1 x n2. Returns Q^T.
@@ -65,6 +68,7 @@ struct GramSlot {
 struct Workspace {
   std::vector<GramSlot> slots;
   std::vector<TridiagonalProblem> problems;
+  LaneWork lanes;
   Eigen::VectorXd work;
   int64_t svd_pairs = 0;
 
@@ -275,8 +279,73 @@ Eigen::Block<const MatrixXd> cross_block(const PairContext& ctx, const MatrixXd&
   return cross.block(task.row, task.col, ctx.texts[i].basis_t.cols(), ctx.texts[j].basis_t.cols());
 }
 
-// The default solver over a grain of pairs: all their Grams to tridiagonal form first, so that QL can take them two
-// at a time (tridiagonal.h), then each pair's value (or its SVD, where the eigenvalues are not accurate enough).
+// The Gram size of a pair's block: min(r_i, r_j).
+Index gram_size(const PairContext& ctx, const PairTask& task) {
+  const auto [i, j] = ctx.pairs[task.pair];
+  return std::min(ctx.texts[i].basis_t.cols(), ctx.texts[j].basis_t.cols());
+}
+
+// The default solver on kLanes tasks [begin, begin + kLanes) (fewer at `end`): the Grams' eigenvalues side by
+// side (tridiagonal_lanes.h), then each pair's value, or its SVD where the eigenvalues are not accurate enough.
+void evaluate_lanes(const PairContext& ctx, const MatrixXd& cross, const std::vector<PairTask>& tasks, size_t begin,
+                    size_t end, Workspace& ws) {
+  const size_t count = std::min(end - begin, size_t(kLanes));
+  LaneMatrix in[kLanes];  // spare lanes stay empty
+  double* eigenvalues[kLanes];
+  bool converged[kLanes];
+  ws.slot(kLanes - 1);
+  for (size_t l = 0; l < size_t(kLanes); ++l) {
+    if (l < count) {
+      const auto block = cross_block(ctx, cross, tasks[begin + l]);
+      in[l] = {block.data(), block.outerStride(), block.rows(), block.cols()};
+    }
+    ws.slots[l].diag.resize(std::max<Index>(std::min(in[l].rows, in[l].cols), 1));
+    eigenvalues[l] = ws.slots[l].diag.data();
+  }
+  gram_eigenvalues(in, eigenvalues, converged, ws.lanes);
+  for (size_t l = 0; l < count; ++l) {
+    const PairTask& task = tasks[begin + l];
+    const auto [i, j] = ctx.pairs[task.pair];
+    const TridiagonalProblem solved{eigenvalues[l], nullptr, std::min(in[l].rows, in[l].cols), converged[l]};
+    ctx.out[task.pair] =
+        pair_from_trace_sqrt(ctx.texts[i], ctx.texts[j], nuclear_norm_from(solved, cross_block(ctx, cross, task), ws));
+  }
+}
+
+// Runs work(item, workspace) for items [0, count) over the workspaces' threads, `grain` items per fetch. Every
+// item depends on its own data alone, so results do not depend on the thread count.
+template <class Work>
+void run_parallel(const PairContext& ctx, size_t count, size_t grain, const Work& work) {
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto worker = [&](Workspace& ws) {
+    try {
+      for (size_t b; (b = next.fetch_add(grain)) < count;)
+        for (size_t t = b; t < std::min(b + grain, count); ++t) work(t, ws);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+    }
+  };
+  const size_t threads = std::max<size_t>(1, std::min(ctx.workspaces.size(), (count + grain - 1) / grain));
+#ifdef _OPENMP
+  // The OpenMP team that the BLAS's GEMM of the next chunk reuses: with threads of our own, its idle team spun on
+  // the cores while they worked (a sixth of a core, measured; it is libgomp's wait policy).
+#pragma omp parallel num_threads(int(threads))
+  worker(ctx.workspaces[size_t(omp_get_thread_num())]);
+#else
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker, std::ref(ctx.workspaces[t]));
+  worker(ctx.workspaces[0]);
+  for (auto& th : pool) th.join();
+#endif
+  if (failure) std::rethrow_exception(failure);
+}
+
+// The default solver one pair at a time over a grain of pairs: all their Grams to tridiagonal form first, so that QL
+// can take them two at a time (tridiagonal.h), then each pair's value (or its SVD, where the eigenvalues are not
+// accurate enough). For Grams too large for the lanes.
 void evaluate_grain(const PairContext& ctx, const MatrixXd& cross, const PairTask* tasks, size_t count,
                     Workspace& ws) {
   ws.problems.clear();
@@ -294,45 +363,31 @@ void evaluate_grain(const PairContext& ctx, const MatrixXd& cross, const PairTas
   }
 }
 
-// The d-independent part, each pair from its block of `cross`, spread over the workspaces' threads. Every pair's
-// value depends on its block alone, so the result does not depend on the thread count.
-void evaluate_pairs(const PairContext& ctx, const MatrixXd& cross, const std::vector<PairTask>& tasks) {
-  std::atomic<size_t> next{0};
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  const bool batched = ctx.opt.solver == SocmSolver::kAuto && !ctx.opt.paper_compatible;
-  auto worker = [&](Workspace& ws) {
-    try {
-      constexpr size_t kGrain = 16;
-      for (size_t b; (b = next.fetch_add(kGrain)) < tasks.size();) {
-        const size_t e = std::min(b + kGrain, tasks.size());
-        if (batched) {
-          evaluate_grain(ctx, cross, tasks.data() + b, e - b, ws);
-          continue;
-        }
-        for (size_t t = b; t < e; ++t)
-          ctx.out[tasks[t].pair] = pair_from_cross(ctx.texts[ctx.pairs[tasks[t].pair].first],
-                                                   ctx.texts[ctx.pairs[tasks[t].pair].second],
-                                                   cross_block(ctx, cross, tasks[t]), ctx.opt, ws);
-      }
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(failure_mutex);
-      if (!failure) failure = std::current_exception();
-    }
-  };
-  const size_t threads = std::max<size_t>(1, std::min(ctx.workspaces.size(), (tasks.size() + 15) / 16));
-#ifdef _OPENMP
-  // The OpenMP team that the BLAS's GEMM of the next chunk reuses: with threads of our own, its idle team spun on
-  // the cores while they worked (a sixth of a core, measured; it is libgomp's wait policy).
-#pragma omp parallel num_threads(int(threads))
-  worker(ctx.workspaces[size_t(omp_get_thread_num())]);
-#else
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker, std::ref(ctx.workspaces[t]));
-  worker(ctx.workspaces[0]);
-  for (auto& th : pool) th.join();
-#endif
-  if (failure) std::rethrow_exception(failure);
+// The d-independent part, each pair from its block of `cross`, spread over the workspaces' threads. The default
+// solver takes Grams up to kMaxLaneGram wide kLanes at a time, sorted by size so that a batch pads little (it costs
+// its largest), and larger ones one at a time, whose own loops are then long enough to fill the vectors while a
+// lane batch no longer fits the cache (bench_socm, against one at a time throughout: 24-64 tokens 1.3-1.5x,
+// 48-128 tokens 1.3-1.4x; 128-256 tokens in lanes as fast, 64-512 tokens 1.7-2.3x slower in lanes).
+void evaluate_pairs(const PairContext& ctx, const MatrixXd& cross, std::vector<PairTask>& tasks) {
+  if (ctx.opt.solver == SocmSolver::kAuto && !ctx.opt.paper_compatible) {
+    std::stable_sort(tasks.begin(), tasks.end(),
+                     [&](const PairTask& a, const PairTask& b) { return gram_size(ctx, a) < gram_size(ctx, b); });
+    const size_t lane_tasks = size_t(std::partition_point(tasks.begin(), tasks.end(), [&](const PairTask& t) {
+                                       return gram_size(ctx, t) <= kMaxLaneGram;
+                                     }) -
+                                     tasks.begin());
+    const size_t batches = (lane_tasks + kLanes - 1) / kLanes, grains = (tasks.size() - lane_tasks + 15) / 16;
+    run_parallel(ctx, batches + grains, 1, [&](size_t b, Workspace& ws) {
+      if (b < batches) return evaluate_lanes(ctx, cross, tasks, b * kLanes, lane_tasks, ws);
+      const size_t begin = lane_tasks + (b - batches) * 16;
+      evaluate_grain(ctx, cross, tasks.data() + begin, std::min<size_t>(16, tasks.size() - begin), ws);
+    });
+    return;
+  }
+  run_parallel(ctx, tasks.size(), 16, [&](size_t t, Workspace& ws) {
+    const auto [i, j] = ctx.pairs[tasks[t].pair];
+    ctx.out[tasks[t].pair] = pair_from_cross(ctx.texts[i], ctx.texts[j], cross_block(ctx, cross, tasks[t]), ctx.opt, ws);
+  });
 }
 
 // A dense block: its rows against its partner range in chunks of whole texts.

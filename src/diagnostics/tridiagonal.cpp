@@ -3,37 +3,14 @@
 
 #include "spread/runtime/vectorize.h"
 
+#include "ql_control.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 namespace spread {
 namespace {
-
-constexpr double kEps = std::numeric_limits<double>::epsilon();
-constexpr double kEps2 = kEps * kEps;
-
-// Eigenvalues of [[a, b], [b, c]]: the one of larger magnitude from the trace, the other from the determinant
-// divided by it, which does not cancel.
-void eigenvalues_2x2(double a, double b, double c, double& first, double& second) {
-  const double sum = a + c, root = std::hypot(a - c, 2.0 * b);
-  const double big = sum >= 0 ? 0.5 * (sum + root) : 0.5 * (sum - root);
-  if (big == 0) {  // a = b = c = 0
-    first = second = 0;
-    return;
-  }
-  const double larger = std::abs(a) > std::abs(c) ? a : c, smaller = std::abs(a) > std::abs(c) ? c : a;
-  first = big;
-  second = (larger / big) * smaller - (b / big) * b;
-}
-
-// Wilkinson's shift from the top 2 x 2 of the unreduced block starting at row l (off-diagonals squared in e2).
-double shift_at(const double* d, const double* e2, int64_t l) {
-  const double root_e = std::sqrt(e2[l]);
-  const double g = (d[l + 1] - d[l]) / (2.0 * root_e);
-  // sqrt(g^2 + 1), not hypot (a tenth of the solver's time): where g^2 overflows the shift is d[l], its limit.
-  return d[l] - root_e / (g + std::copysign(std::sqrt(g * g + 1.0), g));
-}
 
 // One implicit QL sweep with shift sigma over rows [l, m], a step at a time so that two sweeps of independent
 // matrices can run side by side: each step waits on a division, and a second chain fills that wait. In the textbook
@@ -46,8 +23,9 @@ struct Sweep {
   double sigma, c, s, gamma, p;
 
   Sweep() : d(nullptr), e2(nullptr), l(0), m(0), i(-1), sigma(0), c(1), s(0), gamma(0), p(0) {}
-  Sweep(double* d_, double* e2_, int64_t l_, int64_t m_, double sigma_)
-      : d(d_), e2(e2_), l(l_), m(m_), i(m_ - 1), sigma(sigma_), c(1), s(0), gamma(d_[m_] - sigma_) {
+  Sweep(double* d_, double* e2_, const ql::SweepRange& r)
+      : d(d_), e2(e2_), l(r.l), m(r.m), i(r.m - 1), sigma(ql::shift_of(d_[r.l], d_[r.l + 1], e2_[r.l])), c(1), s(0) {
+    gamma = d[m] - sigma;
     p = gamma * gamma;
   }
   bool running() const { return i >= l; }
@@ -70,103 +48,33 @@ struct Sweep {
   }
 };
 
-// One matrix on its way through QL: rows before `l` have converged; [l, end] is the current unreduced block.
-struct Problem {
-  TridiagonalProblem* out = nullptr;
-  double* d = nullptr;
-  double* e2 = nullptr;  // squared off-diagonals
-  int64_t n = 0, l = 0, end = -1, budget = 0;
-  double up = 1;  // the power of two that undoes the scaling
-
-  bool unreduced(int64_t i) const { return e2[i] > kEps2 * std::abs(d[i] * d[i + 1]); }
-
-  // Deflates converged rows and 2 x 2 blocks up to the next sweep, which it writes to *sweep; false when the matrix
-  // is done (out->converged says whether it converged).
-  bool next_sweep(Sweep* sweep) {
-    for (;;) {
-      if (l > end) {  // the next unreduced block; QL converges from the top, so it starts at the smaller end
-        if (l >= n) return false;
-        end = l;
-        while (end + 1 < n && unreduced(end)) ++end;
-        if (std::abs(d[end]) < std::abs(d[l])) {
-          std::reverse(d + l, d + end + 1);
-          std::reverse(e2 + l, e2 + end);
-        }
-        continue;
-      }
-      int64_t m = l;
-      while (m < end && unreduced(m)) ++m;
-      if (m < end) e2[m] = 0;
-      if (m == l) {
-        ++l;
-      } else if (m == l + 1) {
-        eigenvalues_2x2(d[l], std::sqrt(e2[l]), d[l + 1], d[l], d[l + 1]);
-        e2[l] = 0;
-        l += 2;
-      } else {
-        if (budget-- == 0) {
-          out->converged = false;
-          return false;
-        }
-        *sweep = Sweep(d, e2, l, m, shift_at(d, e2, l));
-        return true;
-      }
-    }
-  }
-};
-
-// Checks, scales (by a power of two, exact, into [0.5, 1), so that the squares neither overflow nor underflow) and
-// squares the off-diagonals. False when there is nothing to iterate (n <= 1, all zero, or not finite).
-bool start_problem(TridiagonalProblem& t, Problem& p) {
-  t.converged = true;
-  p = Problem{};
-  p.out = &t;
-  double largest = 0;
-  for (int64_t i = 0; i < 2 * t.n - 1; ++i) {
-    const double v = i < t.n ? t.diag[i] : t.off[i - t.n];
-    if (!std::isfinite(v)) {
-      t.converged = false;
-      return false;
-    }
-    largest = std::max(largest, std::abs(v));
-  }
-  if (t.n <= 1 || largest == 0) return false;
-  int exponent = 0;
-  std::frexp(largest, &exponent);
-  const double down = std::ldexp(1.0, -exponent);
-  for (int64_t i = 0; i < t.n; ++i) t.diag[i] *= down;
-  for (int64_t i = 0; i + 1 < t.n; ++i) t.off[i] = (t.off[i] * down) * (t.off[i] * down);
-  p.d = t.diag;
-  p.e2 = t.off;
-  p.n = t.n;
-  p.budget = 30 * t.n;
-  p.up = std::ldexp(1.0, exponent);
-  return true;
-}
-
-void finish_problem(Problem& p) {
-  if (p.out && p.out->converged)
-    for (int64_t i = 0; i < p.n; ++i) p.d[i] *= p.up;
-}
-
 // A slot holds one matrix and its pending sweep; load() moves on to the next matrix that needs a sweep.
 struct Slot {
-  Problem problem;
+  ql::Problem<1> problem;
   Sweep sweep;
   bool active = false;
 
   void load(TridiagonalProblem* problems, size_t count, size_t& next) {
     active = false;
     while (!active && next < count) {
-      if (start_problem(problems[next++], problem)) active = problem.next_sweep(&sweep);
-      if (!active) finish_problem(problem);
+      TridiagonalProblem& t = problems[next++];
+      active = ql::start_problem<1>({t.diag}, {t.off}, t.n, &t.converged, &problem) && next_sweep();
     }
   }
   void advance(TridiagonalProblem* problems, size_t count, size_t& next) {
     sweep.finish();
-    if (problem.next_sweep(&sweep)) return;
-    finish_problem(problem);
+    if (next_sweep()) return;
     load(problems, count, next);
+  }
+  // The problem's next sweep into `sweep`; when the problem is done, its scaling undone and false.
+  bool next_sweep() {
+    ql::SweepRange range;
+    if (problem.next_sweep(&range)) {
+      sweep = Sweep(problem.d.p, problem.e2.p, range);
+      return true;
+    }
+    problem.finish();
+    return false;
   }
 };
 

@@ -95,6 +95,10 @@ int main(int argc, char** argv) {
       ("paper-compatible", "the reference code's eps I variant")
       ("seed", "seed of the random lists", cxxopts::value<uint64_t>()->default_value("0"))
       ("peak", "also time a plain sgemm and dgemm and the cross products' share of them")
+      ("block-rows", "rows of first texts per cross-product GEMM (SocmOptions::block_rows)",
+       cxxopts::value<int64_t>()->default_value(std::to_string(spread::SocmOptions{}.block_rows)))
+      ("chunk-columns", "partner columns per cross-product GEMM (SocmOptions::chunk_columns)",
+       cxxopts::value<int64_t>()->default_value(std::to_string(spread::SocmOptions{}.chunk_columns)))
       ("h,help", "show this help");
   auto args = options.parse(argc, argv);
   if (args.count("help")) {
@@ -106,6 +110,8 @@ int main(int argc, char** argv) {
   opt.threads = args["threads"].as<int>();
   opt.solver = args["solver"].as<std::string>() == "svd" ? spread::SocmSolver::kSvd : spread::SocmSolver::kAuto;
   opt.paper_compatible = args.count("paper-compatible") > 0;
+  opt.block_rows = args["block-rows"].as<int64_t>();
+  opt.chunk_columns = args["chunk-columns"].as<int64_t>();
   const std::string pairs = args["pairs"].as<std::string>();
   opt.max_pairs = pairs == "all" ? 0 : std::stoll(pairs);
 

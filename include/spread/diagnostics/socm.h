@@ -13,7 +13,8 @@
 // well conditioned (lambda_min >= 1e-8 lambda_max; measured error <= 3e-12 sigma_max), otherwise BDCSVD.
 // socm_pairs forms the products of many pairs at once: all bases packed side by side (d x sum r), the bases of a
 // block of consecutive first texts against their partners' as one float64 GEMM through the BLAS (tiles in
-// SocmOptions), then the d-independent part of each pair on the worker threads.
+// SocmOptions), then the d-independent part of each pair on the worker threads: pairs whose Gram is at most 128
+// wide eight at a time, one per vector lane (tridiagonal_lanes.h), wider ones one at a time (tridiagonal.h).
 //
 // paper_compatible reproduces the reference code (tohoku-nlp/socm-text-embedding, utils/distance.py), which adds
 // eps I before each eigendecomposition:
@@ -85,8 +86,9 @@ using TextPair = std::pair<uint32_t, uint32_t>;  // (i, j), i < j
 std::vector<TextPair> socm_pair_list(int64_t n_texts, int64_t max_pairs, uint64_t seed);
 
 // Values of the given pairs (i < j), computed in parallel (opt.threads) and independent of the thread count; all
-// texts must have one dim. Memory: a packed copy of all bases and one cross matrix of at most
-// block_rows x chunk_columns (16 MiB), whatever the number of pairs. Throws std::invalid_argument otherwise.
+// texts must have one dim. Memory: a packed copy of all bases, one cross matrix of at most
+// block_rows x chunk_columns (16 MiB) and per thread the lanes' buffers (at most about 5 MiB), whatever the number
+// of pairs. Throws std::invalid_argument otherwise.
 // `svd_pairs` (optional) receives how many pairs needed the BDCSVD fallback.
 std::vector<SocmPair> socm_pairs(const std::vector<SocmText>& texts, const std::vector<TextPair>& pairs,
                                  const SocmOptions& opt = {}, int64_t* svd_pairs = nullptr);
