@@ -244,6 +244,10 @@ std::unique_ptr<Tokenizer> load_char_tokenizer(const std::string& chars_path) {
   return std::make_unique<CharTokenizer>(std::move(chars));
 }
 
+TokenizerSpec tokenizer_spec(const TokenizerConfig& t) {
+  return {t.kind, t.vocab_size, t.model, t.path, t.query_marker, t.document_marker, t.lowercase};
+}
+
 std::unique_ptr<Tokenizer> build_tokenizer(const TokenizerSpec& spec, const std::string& training_text,
                                            const std::string& work_dir) {
   check_kind(spec.kind, spec.model_path);

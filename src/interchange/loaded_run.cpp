@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "spread/data/hf_run_tokenizer.h"
+#include "spread/data/tokenizer.h"
 #include "spread/data/special_tokens.h"
 #include "spread/data/text_stream.h"
 #include "spread/run/checkpoint.h"
@@ -20,8 +20,7 @@ LoadedRun load_model_folder(const std::string& dir) {
   run.sentence = folder.sentence;
   run.recipe = recipe_of_model_folder(folder);
   // A PyLate folder's prefixes ("[Q] ", added tokens) are spread's markers, which encoding inserts after [CLS].
-  const auto& t = run.recipe.tokenizer;
-  run.tokenizer = load_hf_run_tokenizer(t.path, {t.query_marker, t.document_marker, t.lowercase});
+  run.tokenizer = build_tokenizer(tokenizer_spec(run.recipe.tokenizer), "", dir);
   // Embedding tables are often padded past the tokenizer (to a multiple of 8 or 64); never the other way.
   if (run.tokenizer->vocab_size() > folder.config.vocab_size)
     throw user_error(run.recipe.source, 0, "vocab_size",

@@ -87,8 +87,7 @@ RunData prepare_data(const Recipe& recipe, const std::string& run_dir,
     if (have_tokenizer) {
       data.tokenizer = load_tokenizer(run_dir);
     } else {
-      const auto& t = recipe.tokenizer;
-      TokenizerSpec spec{t.kind, t.vocab_size, t.model, t.path, t.query_marker, t.document_marker, t.lowercase};
+      const TokenizerSpec spec = tokenizer_spec(recipe.tokenizer);
       // The char vocabulary covers the whole corpus (as nanoGPT's); subword models learn from the train split.
       data.tokenizer = build_tokenizer(spec, spec.kind == "char" ? corpus.train + corpus.val : corpus.train, run_dir);
       data.tokenizer->save(run_dir);

@@ -21,8 +21,7 @@ std::shared_ptr<Tokenizer> prepare_encoder_tokenizer(const Recipe& recipe, const
   if (fs::exists(fs::path(run_dir) / "tokenizer.json")) return load_tokenizer(run_dir);
   std::string text;
   for (const auto& t : training_texts) text += t + "\n";
-  const auto& t = recipe.tokenizer;
-  TokenizerSpec spec{t.kind, t.vocab_size, t.model, t.path, t.query_marker, t.document_marker, t.lowercase};
+  const TokenizerSpec spec = tokenizer_spec(recipe.tokenizer);
   auto base = build_tokenizer(spec, text, run_dir);
   // Appended ids would be unknown to the HF file that export writes as it is: the vocabulary must bring its own.
   if (spec.kind == "hf" && !base->special_ids().present())
@@ -35,8 +34,8 @@ std::shared_ptr<Tokenizer> prepare_encoder_tokenizer(const Recipe& recipe, const
   if (spec.kind == "hf")
     note(fmt::format("tokenizer: hf with {} ids from {} ([PAD] [CLS] [SEP] [MASK] = {} {} {} {}{}), saved in {}",
                      tokenizer->vocab_size(), spec.hf_path, s.pad, s.cls, s.sep, s.mask,
-                     s.has_markers() ? fmt::format("; [Q] [D] = '{}' {}, '{}' {}", t.query_marker, s.query,
-                                                   t.document_marker, s.document) : "", run_dir));
+                     s.has_markers() ? fmt::format("; [Q] [D] = '{}' {}, '{}' {}", spec.query_marker, s.query,
+                                                   spec.document_marker, s.document) : "", run_dir));
   else
     note(fmt::format("tokenizer: {} with {} ids (reserved [PAD] .. [D] = {}..{}), saved in {}", tokenizer->kind(),
                      tokenizer->vocab_size(), s.pad, tokenizer->vocab_size() - 1, run_dir));

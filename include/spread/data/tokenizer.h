@@ -11,6 +11,8 @@
 // Files in a run directory: tokenizer.json {"kind", "vocab_size"} always, plus tokenizer.chars (char) or
 // tokenizer.model (a sentencepiece model, usable with any sentencepiece tool), or tokenizer.hf.json (kind hf: a
 // Hugging Face tokenizer used as it is, data/hf_run_tokenizer.h).
+#include "spread/config/recipe.h"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -65,6 +67,9 @@ struct TokenizerSpec {
   std::string query_marker, document_marker;  // kind hf: the entries used as [Q] / [D] (empty: none)
   bool lowercase = false;                     // kind hf: Python's str.lower() before tokenizing
 };
+
+// The spec of a recipe's [tokenizer] section.
+TokenizerSpec tokenizer_spec(const TokenizerConfig& config);
 
 // Builds a tokenizer for `spec` from the training text (a char vocabulary, or a trained sentencepiece model), or
 // loads the Hugging Face tokenizer of kind hf (the text is not used then).
