@@ -73,6 +73,18 @@ double relative_gap(std::vector<double> got, const std::vector<double>& want) {
   return scale > 0 ? gap / scale : gap;
 }
 
+// Matrices of standard normal entries from one seeded stream.
+struct Gaussian {
+  std::mt19937_64 rng;
+  std::normal_distribution<double> normal;
+  explicit Gaussian(uint64_t seed) : rng(seed) {}
+  Eigen::MatrixXd operator()(Eigen::Index rows, Eigen::Index cols, double offset = 0) {
+    Eigen::MatrixXd m(rows, cols);
+    for (Eigen::Index j = 0; j < m.size(); ++j) m.data()[j] = normal(rng) + offset;
+    return m;
+  }
+};
+
 void expect_matches_reference(const std::vector<Stored>& matrices, double tolerance) {
   for (size_t b = 0; b < matrices.size(); b += kLanes) {
     std::vector<const Stored*> batch;
@@ -88,14 +100,12 @@ void expect_matches_reference(const std::vector<Stored>& matrices, double tolera
 }
 
 TEST(TridiagonalLanes, RandomShapesMatchTheDenseSolver) {
-  std::mt19937_64 rng(3);
-  std::normal_distribution<double> normal;
+  Gaussian random(3);
   std::uniform_int_distribution<int> side(1, 70);
   std::vector<Stored> matrices;
   for (int i = 0; i < 96; ++i) {  // both orientations, sizes mixed within each batch
-    Eigen::MatrixXd m(side(rng), side(rng));
-    for (Eigen::Index j = 0; j < m.size(); ++j) m.data()[j] = normal(rng) + 0.3;
-    matrices.push_back(stored(m));
+    const int rows = side(random.rng), cols = side(random.rng);
+    matrices.push_back(stored(random(rows, cols, 0.3)));
   }
   expect_matches_reference(matrices, 1e-13);
 }
@@ -103,13 +113,7 @@ TEST(TridiagonalLanes, RandomShapesMatchTheDenseSolver) {
 TEST(TridiagonalLanes, GradedBlockRankDeficientAndZeroGrams) {
   // Graded spectra (the QL turns blocks whose far end is smaller), block-diagonal Grams (exact splits), low rank
   // (zero eigenvalues, as every centred token list gives), repeated rows (repeated eigenvalues) and zeros.
-  std::mt19937_64 rng(5);
-  std::normal_distribution<double> normal;
-  auto random = [&](Eigen::Index rows, Eigen::Index cols) {
-    Eigen::MatrixXd m(rows, cols);
-    for (Eigen::Index j = 0; j < m.size(); ++j) m.data()[j] = normal(rng);
-    return m;
-  };
+  Gaussian random(5);
   std::vector<Stored> matrices;
   for (int size : {5, 17, 36, 63}) {
     Eigen::MatrixXd graded = random(size, size + 9);
@@ -132,14 +136,9 @@ TEST(TridiagonalLanes, GradedBlockRankDeficientAndZeroGrams) {
 
 TEST(TridiagonalLanes, AMatrixGivesTheSameBitsInAnyBatch) {
   // Alone (eight copies), next to larger and smaller matrices that pad it, at another lane, beside empty lanes.
-  std::mt19937_64 rng(8);
-  std::normal_distribution<double> normal;
-  auto random = [&](Eigen::Index rows, Eigen::Index cols) {
-    Eigen::MatrixXd m(rows, cols);
-    for (Eigen::Index j = 0; j < m.size(); ++j) m.data()[j] = normal(rng);
-    return stored(m);
-  };
-  const Stored x = random(29, 41), tall = random(60, 33), wide = random(12, 64), big = random(64, 64);
+  Gaussian random(8);
+  const Stored x = stored(random(29, 41)), tall = stored(random(60, 33)), wide = stored(random(12, 64)),
+               big = stored(random(64, 64));
   const auto alone = run(std::vector<const Stored*>(kLanes, &x))[0];
   ASSERT_TRUE(alone.converged);
   const std::vector<std::vector<const Stored*>> batches = {
