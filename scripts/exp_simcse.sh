@@ -11,7 +11,8 @@
 # most 0.67x step 0's, mean d_mu at least step 0's, STS-B dev at least the backbone's + 0.05.
 # Writes $OUT/table.md and prints it. Runs one after another on all cores.
 #   scripts/exp_simcse.sh [--set ... for every fine-tuning run]
-# Environment: SEEDS, OUT, BACKBONE=RUN_DIR (reuse a trained backbone), WORDNET (default /usr/share/wordnet).
+# Environment: SEEDS, OUT (a finished seed in it is kept, an unfinished one redone), BACKBONE=RUN_DIR (reuse a trained
+# backbone), WORDNET (default /usr/share/wordnet).
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
@@ -53,6 +54,10 @@ if [[ -z "${BACKBONE:-}" ]]; then
 fi
 build/spread eval --run "$backbone" --sts "$sts" --pooling mean --out "$out/backbone.eval.json" >/dev/null
 for seed in $seeds; do
+  run="$out/simcse_s$seed"
+  # A seed whose last checkpoint exists is done (a session ending mid-run leaves only the unfinished ones to redo).
+  if [[ -f "$run/ckpt/step_00000600.ckpt" ]]; then echo "== SimCSE, seed $seed: done before, kept =="; continue; fi
+  rm -rf "$run"
   echo "== SimCSE, seed $seed =="
   build/spread train recipes/contrastive_wordnet.toml --set run.out_dir="$out" --set run.name="simcse_s$seed" \
     --set run.seed="$seed" --set train.init_from="$backbone" \

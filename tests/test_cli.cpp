@@ -5,9 +5,12 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
 
 #include "spread/data/npy.h"
 
@@ -105,6 +108,50 @@ TEST(Cli, TrainEvalGenerateCompare) {
 }
 
 // An embedding model as a user meets it: a contrastive run on a pairs file with a bad row, then encode and eval.
+
+namespace {
+
+// `spread eval --per-query`, judged by brute force: the tiny BEIR folder's corpus and queries encoded by `spread
+// encode`, ranked by cosine, and each judged query's nDCG@10 computed from its relevant documents' ranks.
+void expect_per_query_ndcg_from_embeddings(const std::string& run_dir, const fs::path& dir) {
+  const std::string beir = std::string(SPREAD_TEST_DATA_DIR) + "/beir_tiny";
+  const std::vector<std::string> doc_ids = {"d1", "d2", "d3", "d4", "d5", "d6"};
+  std::ofstream(dir / "docs.txt") << "Cats a cat sleeps at home\nthe dog runs in the park\nBirds a bird sings on the "
+                                     "hill\nthe fish swims in the sea\nHorses a horse eats by the river\nthe child "
+                                     "reads at school\n";
+  std::ofstream(dir / "queries.txt") << "where does the cat sleep\ndog in a park\nwhat swims in the sea\n";
+  for (const char* name : {"docs", "queries"})
+    ASSERT_EQ(run(std::string("encode --run ") + run_dir + " --in " + (dir / (std::string(name) + ".txt")).string() +
+                  " --out " + (dir / (std::string(name) + ".npy")).string()).code, 0);
+  const Eigen::MatrixXd docs = spread::read_npy_matrix((dir / "docs.npy").string());
+  const Eigen::MatrixXd queries = spread::read_npy_matrix((dir / "queries.npy").string());
+  const std::vector<std::set<std::string>> relevant = {{"d1"}, {"d2", "d6"}, {"d4"}};  // q1..q3; q4 has none
+  Result v = run("eval --run " + run_dir + " --beir " + beir + " --per-query --json");
+  ASSERT_EQ(v.code, 0) << v.output;
+  const auto per_query = nlohmann::json::parse(v.output.substr(v.output.find('{')))["beir"]["per_query"];
+  ASSERT_EQ(per_query.size(), 3u) << per_query.dump();
+  for (int q = 0; q < 3; ++q) {
+    const Eigen::VectorXd scores = docs * queries.row(q).transpose();  // rows are unit vectors: cosines
+    double dcg = 0, idcg = 0;
+    for (int d = 0; d < 6; ++d) {
+      if (!relevant[size_t(q)].count(doc_ids[size_t(d)])) continue;
+      int rank = 1;
+      for (int o = 0; o < 6; ++o) rank += scores(o) > scores(d) || (scores(o) == scores(d) && o < d);
+      dcg += 1 / std::log2(rank + 1.0);
+    }
+    for (size_t r = 1; r <= relevant[size_t(q)].size(); ++r) idcg += 1 / std::log2(r + 1.0);
+    const std::string id = "q" + std::to_string(q + 1);
+    ASSERT_TRUE(per_query.contains(id)) << per_query.dump();
+    EXPECT_NEAR(per_query[id]["ndcg@10"].get<double>(), dcg / idcg, 1e-6) << id;
+  }
+  const Result lm_like = run("eval --run " + run_dir + " --sts " + std::string(SPREAD_TEST_DATA_DIR) +
+                             "/sts_tiny.csv --per-query");
+  EXPECT_EQ(lm_like.code, 2);  // --per-query without queries
+  EXPECT_NE(lm_like.output.find("--per-query"), std::string::npos) << lm_like.output;
+}
+
+}  // namespace
+
 TEST(Cli, ContrastiveTrainEncodeEval) {
   auto dir = temp_dir("embed");
   {
@@ -141,6 +188,7 @@ TEST(Cli, ContrastiveTrainEncodeEval) {
   EXPECT_NE(v.output.find("ndcg@10"), std::string::npos) << v.output;
   EXPECT_NE(v.output.find("STS Spearman"), std::string::npos) << v.output;  // the run's [eval] sts by default
   EXPECT_TRUE(fs::exists(dir / "eval.json"));
+  expect_per_query_ndcg_from_embeddings(run_dir, dir);
   Result bad_pooling = run("eval --run " + run_dir + " --pooling median");
   EXPECT_EQ(bad_pooling.code, 2);
   EXPECT_NE(bad_pooling.output.find("mean, cls, last, max, weightedmean"), std::string::npos) << bad_pooling.output;

@@ -61,6 +61,15 @@ TEST(LateInteractionCli, EvalAtPoolFactorsAndCalibrate) {
   EXPECT_GT(rows[0]["vectors_per_doc"].get<double>(), rows[1]["vectors_per_doc"].get<double>());
   EXPECT_GT(rows[1]["vectors_per_doc"].get<double>(), rows[2]["vectors_per_doc"].get<double>());
   EXPECT_EQ(j["beir"]["queries"].get<int64_t>(), 3);
+  r = run_spread("eval --run " + run + " --beir " + kBeir + " --pool-factors 1,4 --per-query --json");
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const auto& row : nlohmann::json::parse(r.output.substr(r.output.find('{')))["beir"]["results"]) {
+    const auto& per_query = row["per_query"];  // the judged queries q1..q3 (q4 has no qrels), per pool factor
+    ASSERT_EQ(per_query.size(), 3u) << row.dump();
+    double sum = 0;
+    for (const char* id : {"q1", "q2", "q3"}) sum += per_query.at(id)["ndcg@10"].get<double>();
+    EXPECT_NEAR(sum / 3, row["ndcg@10"].get<double>(), 1e-12) << row.dump();
+  }
   r = run_spread("eval --run " + run + " --beir " + kBeir + " --pool-factors 1,4");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("vectors/doc"), std::string::npos) << r.output;

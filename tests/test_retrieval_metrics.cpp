@@ -114,20 +114,28 @@ TEST(RetrievalMetrics, KBelowOneThrows) {
 
 TEST(RetrievalMetrics, AccumulatorAveragesQueriesWithRelevantDocuments) {
   spread::RetrievalAccumulator acc;
-  acc.add({"r", "n0", "n1"}, {"r"});  // nDCG 1, MRR 1, Recall 1
+  acc.add("q1", {"r", "n0", "n1"}, {"r"});  // nDCG 1, MRR 1, Recall 1
   Ids long_ranking;
   for (int i = 1; i <= 150; ++i) long_ranking.push_back("n" + std::to_string(i));
   long_ranking[3 - 1] = "ra";   // rank 3: inside @10
   long_ranking[50 - 1] = "rb";  // rank 50: inside @100 only
   long_ranking[120 - 1] = "rc";  // rank 120: beyond @100
-  acc.add(long_ranking, {"ra", "rb", "rc"});
-  acc.add({"n0"}, {});  // no relevant documents: not counted
+  acc.add("q2", long_ranking, {"ra", "rb", "rc"});
+  acc.add("q3", {"n0"}, {});  // no relevant documents: not counted
   const spread::RetrievalMetrics m = acc.result();
   EXPECT_EQ(m.queries, 2);
   const double ndcg2 = (1 / std::log2(4.0)) / (1 / std::log2(2.0) + 1 / std::log2(3.0) + 1 / std::log2(4.0));
   EXPECT_NEAR(m.ndcg_at_10, (1.0 + ndcg2) / 2, 1e-15);
   EXPECT_NEAR(m.mrr_at_10, (1.0 + 1.0 / 3) / 2, 1e-15);
   EXPECT_NEAR(m.recall_at_100, (1.0 + 2.0 / 3) / 2, 1e-15);
+  // Each counted query's own values, under its id, in the order added; the uncounted one is not listed.
+  ASSERT_EQ(m.per_query.size(), 2u);
+  EXPECT_EQ(m.per_query[0].query_id, "q1");
+  EXPECT_EQ(m.per_query[1].query_id, "q2");
+  EXPECT_DOUBLE_EQ(m.per_query[0].ndcg_at_10, 1.0);
+  EXPECT_NEAR(m.per_query[1].ndcg_at_10, ndcg2, 1e-15);
+  EXPECT_NEAR(m.per_query[1].mrr_at_10, 1.0 / 3, 1e-15);
+  EXPECT_NEAR(m.per_query[1].recall_at_100, 2.0 / 3, 1e-15);
 }
 
 TEST(RetrievalMetrics, EmptyAccumulatorGivesNaN) {

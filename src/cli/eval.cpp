@@ -33,6 +33,8 @@ EvalResult lm_result(LoadedRun& run, const cxxopts::ParseResult& args, const Lim
 }
 
 int eval_lm(LoadedRun& run, const cxxopts::ParseResult& args, const Limits& limits) {
+  if (args.count("per-query"))
+    throw UserError("--per-query: only BEIR retrieval has queries, and " + run.dir + " is evaluated as a language model");
   EvalResult r = lm_result(run, args, limits);
   if (args.count("json")) {
     const nlohmann::json j = {{"step", run.step}, {"val_loss", r.loss}, {"val_ppl", r.ppl}, {"val_bpb", r.bpb},
@@ -51,8 +53,11 @@ int eval_embeddings(LoadedRun& run, const cxxopts::ParseResult& args, const Limi
   request.beir = args.count("beir") ? args["beir"].as<std::string>() : run.recipe.eval.beir;
   if (args.count("pooling")) request.pooling = args["pooling"].as<std::string>();
   request.batch_size = limits.batch_size;
+  request.per_query = args.count("per-query") > 0;
   if (request.sts.empty() && request.beir.empty())
     throw UserError("nothing to evaluate: give --sts FILE and/or --beir DIR (see `spread eval --help`)");
+  if (request.per_query && request.beir.empty())
+    throw UserError("--per-query: only BEIR retrieval has queries; give --beir DIR as well");
   const auto result = evaluate_embeddings(run, request);
   if (args.count("json")) fmt::print("{}\n", result.dump());
   else fmt::print("{}", format_embedding_eval(result));
@@ -89,6 +94,7 @@ int eval_late_interaction(LoadedRun& run, const cxxopts::ParseResult& args, cons
   if (args.count("sts")) throw UserError("--sts: a late-interaction run is evaluated on retrieval (--beir) only");
   if (args.count("pool-factors")) request.pool_factors = pool_factors(args["pool-factors"].as<std::string>());
   request.batch_size = limits.batch_size;
+  request.per_query = args.count("per-query") > 0;
   const auto result = evaluate_late_interaction(run, request);
   if (args.count("json")) fmt::print("{}\n", result.dump());
   else fmt::print("{}", format_late_interaction_eval(result));
@@ -114,6 +120,7 @@ int cmd_eval(int argc, char** argv) {
       ("pool-factors", "maxsim runs: Ward pool factors to evaluate, e.g. 1,2,3,4,6,8 (1 = unpooled; default 1)",
        cxxopts::value<std::string>(), "LIST")
       ("out", "also write the embedding metrics to this JSON file", cxxopts::value<std::string>(), "FILE.json")
+      ("per-query", "BEIR: also give each query's nDCG@10, MRR@10 and Recall@100 in the JSON (--out, --json)")
       ("batch-size", "windows or texts per forward pass", cxxopts::value<int64_t>()->default_value("64"))
       ("max-batches", "LM: stop after N batches (0 = the whole split)", cxxopts::value<int64_t>()->default_value("0"))
       ("json", "print one JSON object instead of text")

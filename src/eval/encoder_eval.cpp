@@ -50,7 +50,7 @@ RetrievalMetrics evaluate_retrieval(Transformer& model, const Tokenizer& tokeniz
       auto ranked = rank_documents(scores[q].data_ptr<float>(), n_corpus, data.corpus_ids, 100);
       std::vector<std::string> ranked_ids;
       for (int64_t i : ranked) ranked_ids.push_back(data.corpus_ids[size_t(i)]);
-      acc.add(ranked_ids, data.qrels.at(query_id));
+      acc.add(query_id, ranked_ids, data.qrels.at(query_id));
     }
   }
   return acc.result();

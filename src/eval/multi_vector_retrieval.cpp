@@ -60,7 +60,8 @@ RetrievalMetrics rank_corpus(const torch::Tensor& queries, const torch::Tensor& 
     std::vector<std::string> ranked_ids;
     for (int64_t i : rank_documents(row.data_ptr<float>(), n_docs, data.corpus_ids, 100))
       ranked_ids.push_back(data.corpus_ids[size_t(i)]);
-    acc.add(ranked_ids, data.qrels.at(data.query_ids[size_t(q)]));
+    const std::string& query_id = data.query_ids[size_t(q)];
+    acc.add(query_id, ranked_ids, data.qrels.at(query_id));
   }
   return acc.result();
 }

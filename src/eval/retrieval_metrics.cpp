@@ -96,21 +96,27 @@ double recall_at_k(const std::vector<std::string>& ranked_ids, const std::set<st
   return static_cast<double>(ranks.size()) / static_cast<double>(relevant.size());
 }
 
-void RetrievalAccumulator::add(const std::vector<std::string>& ranked_ids, const std::set<std::string>& relevant) {
+void RetrievalAccumulator::add(const std::string& query_id, const std::vector<std::string>& ranked_ids,
+                               const std::set<std::string>& relevant) {
   if (relevant.empty()) return;
-  ndcg_sum_ += ndcg_at_k(ranked_ids, relevant, 10);
-  mrr_sum_ += mrr_at_k(ranked_ids, relevant, 10);
-  recall_sum_ += recall_at_k(ranked_ids, relevant, 100);
-  ++queries_;
+  per_query_.push_back({query_id, ndcg_at_k(ranked_ids, relevant, 10), mrr_at_k(ranked_ids, relevant, 10),
+                        recall_at_k(ranked_ids, relevant, 100)});
 }
 
 RetrievalMetrics RetrievalAccumulator::result() const {
   RetrievalMetrics m;
-  m.queries = queries_;
-  const double q = queries_ > 0 ? static_cast<double>(queries_) : std::numeric_limits<double>::quiet_NaN();
-  m.ndcg_at_10 = ndcg_sum_ / q;
-  m.mrr_at_10 = mrr_sum_ / q;
-  m.recall_at_100 = recall_sum_ / q;
+  m.queries = static_cast<int64_t>(per_query_.size());
+  m.per_query = per_query_;
+  double ndcg = 0, mrr = 0, recall = 0;
+  for (const QueryMetrics& q : per_query_) {
+    ndcg += q.ndcg_at_10;
+    mrr += q.mrr_at_10;
+    recall += q.recall_at_100;
+  }
+  const double n = m.queries > 0 ? static_cast<double>(m.queries) : std::numeric_limits<double>::quiet_NaN();
+  m.ndcg_at_10 = ndcg / n;
+  m.mrr_at_10 = mrr / n;
+  m.recall_at_100 = recall / n;
   return m;
 }
 

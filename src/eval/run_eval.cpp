@@ -77,6 +77,14 @@ void check_sts_texts(const Tokenizer& tokenizer, const std::vector<StsPair>& pai
   }
 }
 
+// {query id: {"ndcg@10", "mrr@10", "recall@100"}}, as pytrec_eval lays out per-query results.
+nlohmann::json per_query_json(const RetrievalMetrics& r) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const QueryMetrics& q : r.per_query)
+    out[q.query_id] = {{"ndcg@10", q.ndcg_at_10}, {"mrr@10", q.mrr_at_10}, {"recall@100", q.recall_at_100}};
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json evaluate_embeddings(LoadedRun& run, const EmbeddingEvalRequest& request) {
@@ -96,6 +104,7 @@ nlohmann::json evaluate_embeddings(LoadedRun& run, const EmbeddingEvalRequest& r
     result["beir"] = {{"dir", request.beir}, {"qrels", data.qrels_file}, {"queries", r.queries},
                       {"documents", data.corpus_ids.size()}, {"ndcg@10", r.ndcg_at_10}, {"mrr@10", r.mrr_at_10},
                       {"recall@100", r.recall_at_100}};
+    if (request.per_query) result["beir"]["per_query"] = per_query_json(r);
   }
   return result;
 }
@@ -131,10 +140,11 @@ MultiVectorSpec multi_vector_spec_of(const LoadedRun& run, int64_t batch_size) {
   return spec;
 }
 
-nlohmann::json pooled_result(const PooledRetrieval& p, double unpooled_ndcg) {
+nlohmann::json pooled_result(const PooledRetrieval& p, double unpooled_ndcg, bool per_query) {
   nlohmann::json j = {{"pool_factor", p.pool_factor}, {"ndcg@10", p.metrics.ndcg_at_10}, {"mrr@10", p.metrics.mrr_at_10},
                       {"recall@100", p.metrics.recall_at_100}, {"vectors_per_doc", p.mean_vectors}};
   if (unpooled_ndcg > 0) j["kept"] = p.metrics.ndcg_at_10 / unpooled_ndcg;
+  if (per_query) j["per_query"] = per_query_json(p.metrics);
   return j;
 }
 
@@ -152,7 +162,7 @@ nlohmann::json evaluate_late_interaction(LoadedRun& run, const LateInteractionEv
   for (const auto& r : results)
     if (r.pool_factor == 1) unpooled = r.metrics.ndcg_at_10;
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& r : results) rows.push_back(pooled_result(r, unpooled));
+  for (const auto& r : results) rows.push_back(pooled_result(r, unpooled, request.per_query));
   return {{"run", run.dir}, {"step", run.step},
           {"beir", {{"dir", request.beir}, {"qrels", data.qrels_file}, {"queries", results.front().metrics.queries},
                     {"documents", data.corpus_ids.size()}, {"results", rows}}}};

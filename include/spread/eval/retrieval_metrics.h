@@ -27,10 +27,18 @@ double ndcg_at_k(const std::vector<std::string>& ranked_ids, const std::set<std:
 double mrr_at_k(const std::vector<std::string>& ranked_ids, const std::set<std::string>& relevant, int64_t k);
 double recall_at_k(const std::vector<std::string>& ranked_ids, const std::set<std::string>& relevant, int64_t k);
 
-// Means over queries; NaN while no query has been added.
+// One query's metrics, named by its id.
+struct QueryMetrics {
+  std::string query_id;
+  double ndcg_at_10 = 0, mrr_at_10 = 0, recall_at_100 = 0;
+};
+
+// Means over queries; NaN while no query has been added. per_query holds every counted query in the order added, for
+// per-query analyses (a paired bootstrap over queries needs each query's value, not the mean).
 struct RetrievalMetrics {
   double ndcg_at_10 = 0, mrr_at_10 = 0, recall_at_100 = 0;
   int64_t queries = 0;
+  std::vector<QueryMetrics> per_query;
 };
 
 // Accumulates per-query nDCG@10, MRR@10 and Recall@100 (so each ranking should hold the top 100) and averages them
@@ -38,12 +46,12 @@ struct RetrievalMetrics {
 // callers skip them, and add() ignores one passed by mistake rather than pulling the means down).
 class RetrievalAccumulator {
  public:
-  void add(const std::vector<std::string>& ranked_ids, const std::set<std::string>& relevant);
+  void add(const std::string& query_id, const std::vector<std::string>& ranked_ids,
+           const std::set<std::string>& relevant);
   RetrievalMetrics result() const;
 
  private:
-  double ndcg_sum_ = 0, mrr_sum_ = 0, recall_sum_ = 0;
-  int64_t queries_ = 0;
+  std::vector<QueryMetrics> per_query_;
 };
 
 }  // namespace spread

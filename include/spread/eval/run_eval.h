@@ -16,10 +16,12 @@ struct EmbeddingEvalRequest {
   std::string beir;          // BEIR folder ("" = none)
   std::string pooling;       // "" = the run's loss.contrastive.pooling
   int64_t batch_size = 64;   // texts per forward pass
+  bool per_query = false;    // also each query's BEIR metrics
 };
 
 // {"run", "step", "pooling", "sts": {"file", "pairs", "spearman"}, "beir": {"dir", "queries", "documents",
-// "ndcg@10", "mrr@10", "recall@100"}}; progress lines go to stderr.
+// "ndcg@10", "mrr@10", "recall@100"}}; with per_query, "beir" also holds "per_query": {query id: {"ndcg@10",
+// "mrr@10", "recall@100"}} (pytrec_eval's layout). Progress lines go to stderr.
 nlohmann::json evaluate_embeddings(LoadedRun& run, const EmbeddingEvalRequest& request);
 
 // The result above as an aligned text table.
@@ -31,11 +33,13 @@ struct LateInteractionEvalRequest {
   std::string beir;                      // BEIR folder
   std::vector<double> pool_factors{1.0};
   int64_t batch_size = 32;
+  bool per_query = false;  // also each query's metrics, per pool factor
 };
 
 // {"run", "step", "beir": {"dir", "qrels", "queries", "documents", "results": [{"pool_factor", "ndcg@10",
 // "mrr@10", "recall@100", "vectors_per_doc", "kept"}, ...]}}; "kept" = nDCG@10 / the unpooled nDCG@10 (when pool
-// factor 1 is among them). Progress lines go to stderr.
+// factor 1 is among them); with per_query, each result also holds "per_query" as evaluate_embeddings writes it.
+// Progress lines go to stderr.
 nlohmann::json evaluate_late_interaction(LoadedRun& run, const LateInteractionEvalRequest& request);
 std::string format_late_interaction_eval(const nlohmann::json& result);
 
