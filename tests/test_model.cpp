@@ -69,13 +69,18 @@ TEST(Transformer, HiddenStatesOnePerLayerPlusEmbeddings) {
   for (const auto& h : out.hidden) EXPECT_EQ(h.sizes(), (std::vector<int64_t>{2, 5, 8}));
 }
 
-TEST(Transformer, GradientMatchesFiniteDifferences) {
+namespace {
+
+// Central differences in float64 against the analytic gradient, at three entries of every parameter.
+void expect_gradient_matches_finite_differences(const TransformerConfig& cfg, const torch::Tensor& key_padding = {}) {
   torch::manual_seed(1);
-  Transformer model(tiny());
+  Transformer model(cfg);
   model->to(torch::kDouble);
-  auto x = torch::randint(0, 11, {2, 6}, torch::kLong);
-  auto t = torch::randint(0, 11, {2, 6}, torch::kLong);
-  auto loss_of = [&] { return spread::TransformerImpl::lm_loss(model->forward(x).logits, t); };
+  auto x = torch::randint(0, cfg.vocab_size, {2, 6}, torch::kLong);
+  auto t = torch::randint(0, cfg.vocab_size, {2, 6}, torch::kLong);
+  auto loss_of = [&] {
+    return spread::TransformerImpl::lm_loss(model->forward(x, false, true, key_padding).logits, t);
+  };
   loss_of().backward();
   const double h = 1e-6;
   int checked = 0;
@@ -97,6 +102,63 @@ TEST(Transformer, GradientMatchesFiniteDifferences) {
     }
   }
   EXPECT_GT(checked, 30);
+}
+
+// The Llama-style options: rotary positions, RMSNorm, SwiGLU, two query heads per k/v head, an untied output.
+TransformerConfig tiny_llama() {
+  TransformerConfig c = tiny();
+  c.n_head = 4;
+  c.n_kv_head = 2;
+  c.n_embd = 16;
+  c.rope = true;
+  c.rope_theta = 500.0;
+  c.rms_norm = true;
+  c.gated_mlp = true;
+  c.silu = true;
+  c.intermediate_size = 20;
+  c.bias = false;
+  c.tie_embeddings = false;
+  return c;
+}
+
+}  // namespace
+
+TEST(Transformer, GradientMatchesFiniteDifferences) { expect_gradient_matches_finite_differences(tiny()); }
+
+TEST(Transformer, ModernBlocksGradientMatchesFiniteDifferences) {
+  expect_gradient_matches_finite_differences(tiny_llama());
+  TransformerConfig geglu = tiny_llama();  // a bidirectional GeGLU encoder with a bias-free LayerNorm, padded
+  geglu.causal = false;
+  geglu.rms_norm = false;
+  geglu.norm_bias = false;
+  geglu.silu = false;
+  geglu.gelu_tanh = true;
+  auto padding = torch::ones({2, 6}, torch::kBool);
+  padding[1][5] = false;
+  expect_gradient_matches_finite_differences(geglu, padding);
+}
+
+// Each option changes the model (a flag that is parsed but never reaches the forward would pass the gradient test).
+TEST(Transformer, EachModernOptionChangesTheOutput) {
+  auto logits_of = [](const TransformerConfig& c) {
+    torch::manual_seed(3);
+    Transformer model(c);
+    model->eval();
+    torch::NoGradGuard ng;
+    // The same weights wherever the shapes agree, so only the option differs.
+    torch::manual_seed(4);
+    for (auto& p : model->parameters()) p.normal_(0.0, 0.3);
+    return model->forward(torch::arange(6, torch::kLong).remainder(11).view({1, 6})).logits;
+  };
+  const auto base = logits_of(tiny_llama());
+  auto differs = [&](void (*change)(TransformerConfig&), const char* what) {
+    TransformerConfig c = tiny_llama();
+    change(c);
+    EXPECT_FALSE(torch::allclose(base, logits_of(c), 1e-4, 1e-4)) << what;
+  };
+  differs([](TransformerConfig& c) { c.rope_theta = 10000.0; }, "rope_theta");
+  differs([](TransformerConfig& c) { c.rms_norm = false; c.norm_bias = false; }, "rmsnorm");
+  differs([](TransformerConfig& c) { c.silu = false; }, "swiglu vs geglu");
 }
 
 TEST(FlatAdamW, MatchesLibTorchAdamWWithClipping) {

@@ -69,6 +69,30 @@ TEST(Recipe, CrossKeyChecks) {
             std::string::npos);
 }
 
+TEST(Recipe, ModernBlockKeysParseAndTheirContradictionsNameTheKey) {
+  Recipe r = parse_recipe("[model]\npositions = \"rope\"\nrope_theta = 500000.0\nnorm = \"rmsnorm\"\n"
+                          "mlp = \"swiglu\"\nn_kv_head = 2\ntie_embeddings = false\nnorm_bias = false\n",
+                          "r.toml");
+  EXPECT_EQ(r.model.positions, "rope");
+  EXPECT_DOUBLE_EQ(r.model.rope_theta, 500000.0);
+  EXPECT_EQ(r.model.norm, "rmsnorm");
+  EXPECT_EQ(r.model.mlp, "swiglu");
+  EXPECT_EQ(r.model.n_kv_head, 2);
+  EXPECT_FALSE(r.model.tie_embeddings);
+  EXPECT_FALSE(r.model.norm_bias);
+  // n_head 4 (the default) is not a multiple of 3.
+  std::string e = error_of("[model]\nn_kv_head = 3\n");
+  EXPECT_NE(e.find("model.n_kv_head"), std::string::npos) << e;
+  EXPECT_NE(e.find("not a multiple"), std::string::npos) << e;
+  e = error_of("[model]\nn_embd = 12\nn_head = 4\npositions = \"rope\"\n");  // head size 3
+  EXPECT_NE(e.find("model.positions"), std::string::npos) << e;
+  EXPECT_NE(e.find("odd"), std::string::npos) << e;
+  e = error_of("[model]\nnorm = \"rmsnorm\"\nnorm_position = \"post\"\n");
+  EXPECT_NE(e.find("model.norm"), std::string::npos) << e;
+  EXPECT_NE(error_of("[model]\nmlp = \"reglu\"\n").find("use one of: gelu, geglu, swiglu"), std::string::npos);
+  EXPECT_NE(error_of("[model]\npositions = \"alibi\"\n").find("use one of: learned, rope"), std::string::npos);
+}
+
 TEST(Recipe, InvalidTomlNamesTheLine) {
   std::string e = error_of("[train]\nlr = = 3\n");
   EXPECT_NE(e.find("r.toml:2"), std::string::npos) << e;

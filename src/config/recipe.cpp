@@ -240,6 +240,13 @@ const std::vector<Field>& schema() {
       float_field("model.layer_norm_eps", REF(model.layer_norm_eps), 1e-30, 1.0),
       int_field("model.type_vocab_size", REF(model.type_vocab_size), 0, 1 << 16),
       bool_field("model.mlm_transform", REF(model.mlm_transform)),
+      string_field("model.positions", REF(model.positions), {"learned", "rope"}),
+      float_field("model.rope_theta", REF(model.rope_theta), 1.0, 1e12),
+      string_field("model.norm", REF(model.norm), {"layernorm", "rmsnorm"}),
+      bool_field("model.norm_bias", REF(model.norm_bias)),
+      string_field("model.mlp", REF(model.mlp), {"gelu", "geglu", "swiglu"}),
+      int_field("model.n_kv_head", REF(model.n_kv_head), 0, 256),
+      bool_field("model.tie_embeddings", REF(model.tie_embeddings)),
       string_field("train.objective", REF(train.objective), {"lm", "mlm", "contrastive", "maxsim"}),
       string_field("train.init_from", REF(train.init_from)),
       string_field("train.precision", REF(train.precision), {"fp32", "bf16"}),
@@ -513,6 +520,19 @@ void validate_objective(const Recipe& r) {
       fail(at, "loss.contrastive.matryoshka_dims", fmt::format("{} is wider than model.n_embd = {}", dim, r.model.n_embd));
 }
 
+void validate_blocks(const Recipe& r) {
+  const Origin at{r.source, 0};
+  const auto& m = r.model;
+  if (m.n_kv_head > 0 && m.n_head % m.n_kv_head != 0)
+    fail(at, "model.n_kv_head", fmt::format("model.n_head = {} is not a multiple of {}", m.n_head, m.n_kv_head),
+         "use a divisor of model.n_head (0 = one k/v head per query head)");
+  if (m.positions == "rope" && (m.n_embd / m.n_head) % 2 != 0)
+    fail(at, "model.positions", fmt::format("rope rotates pairs of dimensions, and the head size n_embd / n_head = {} "
+         "is odd", m.n_embd / m.n_head), "choose model.n_embd and model.n_head with an even quotient");
+  if (m.norm == "rmsnorm" && m.norm_position == "post")
+    fail(at, "model.norm", "rmsnorm is for pre-norm blocks here", "set model.norm_position = \"pre\"");
+}
+
 // Checks that involve several keys. Each names the key to change.
 void validate(const Recipe& r) {
   const Origin at{r.source, 0};
@@ -526,6 +546,7 @@ void validate(const Recipe& r) {
     fail(at, "run.device", "'" + r.run.device + "' is not a device", "use cpu, cuda or cuda:N");
   if (r.model.n_embd % r.model.n_head != 0)
     fail(at, "model.n_embd", fmt::format("{} is not divisible by model.n_head = {}", r.model.n_embd, r.model.n_head));
+  validate_blocks(r);
   if (r.train.min_lr > r.train.lr)
     fail(at, "train.min_lr", fmt::format("{} is larger than train.lr = {}", r.train.min_lr, r.train.lr));
   if (r.data.source == "text" && r.data.path.empty())

@@ -21,12 +21,23 @@ torch::nn::Linear make_linear(int64_t in, int64_t out, bool bias) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
 }
 
-torch::nn::LayerNorm make_norm(int64_t n, double eps) {
-  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({n}).eps(eps));
+Norm make_norm(const TransformerConfig& cfg) {
+  NormOptions o;
+  o.dim = cfg.n_embd;
+  o.eps = cfg.layer_norm_eps;
+  o.rms = cfg.rms_norm;
+  o.bias = cfg.norm_bias;
+  return Norm(o);
 }
 
 torch::Tensor activation(const torch::Tensor& x, bool gelu_tanh) {
   return gelu_tanh ? at::gelu(x, "tanh") : at::gelu(x);
+}
+
+// The rotate-half pairing of transformers' Llama: dimension i < D/2 rotates with i + D/2.
+torch::Tensor rotate_half(const torch::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
 }
 
 torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
@@ -35,9 +46,12 @@ torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
 }
 
 // {h, norm(h)} for h = x + a + a_bias, as one node (model/residual_norm.h).
+// An RMSNorm has no fused node: the add, then the norm.
 std::pair<torch::Tensor, torch::Tensor> add_and_norm(const torch::Tensor& x, const torch::Tensor& a,
-                                                     const torch::Tensor& a_bias, const torch::nn::LayerNorm& norm) {
-  return residual_layer_norm(x, a, a_bias, norm->weight, norm->bias, norm->options.eps());
+                                                     const torch::Tensor& a_bias, const Norm& norm) {
+  if (!norm->options().rms) return residual_layer_norm(x, a, a_bias, norm->weight, norm->bias, norm->options().eps);
+  auto h = a_bias.defined() ? x + a + a_bias : x + a;
+  return {h, norm->forward(h)};
 }
 
 }  // namespace
@@ -54,14 +68,44 @@ torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight, 
 }
 
 SelfAttentionImpl::SelfAttentionImpl(const TransformerConfig& cfg)
-    : n_head_(cfg.n_head), causal_(cfg.causal), recompute_(cfg.recompute), dropout_(cfg.dropout),
-      matmul_dtype_(cfg.matmul_dtype) {
-  qkv = register_module("qkv", make_linear(cfg.n_embd, 3 * cfg.n_embd, cfg.bias));
+    : n_head_(cfg.n_head), n_kv_head_(cfg.kv_heads()), causal_(cfg.causal), recompute_(cfg.recompute),
+      rope_(cfg.rope), dropout_(cfg.dropout), matmul_dtype_(cfg.matmul_dtype) {
+  const int64_t head_size = cfg.n_embd / cfg.n_head;
+  qkv = register_module("qkv", make_linear(cfg.n_embd, (cfg.n_head + 2 * n_kv_head_) * head_size, cfg.bias));
   proj = register_module("proj", make_linear(cfg.n_embd, cfg.n_embd, cfg.bias));
   auto ones = torch::ones({cfg.block_size, cfg.block_size});
   auto bias = torch::zeros({cfg.block_size, cfg.block_size});
   if (causal_) bias.masked_fill_(torch::triu(ones, 1).to(torch::kBool), -std::numeric_limits<float>::infinity());
   causal_bias_ = register_buffer("causal_bias", bias);
+  if (rope_) {
+    // As transformers computes them: float32 inverse frequencies, an outer product with the positions, the
+    // angles repeated for both halves.
+    auto powers = torch::pow(cfg.rope_theta, torch::arange(0, head_size, 2, torch::kLong).to(torch::kFloat) /
+                                                 double(head_size));
+    auto inv_freq = torch::ones_like(powers) / powers;
+    auto angles = torch::outer(torch::arange(cfg.block_size, torch::kLong).to(torch::kFloat), inv_freq);
+    auto both = torch::cat({angles, angles}, -1).unsqueeze(1);  // [block, 1, D]
+    rope_cos_ = register_buffer("rope_cos", both.cos());
+    rope_sin_ = register_buffer("rope_sin", both.sin());
+  }
+}
+
+torch::Tensor SelfAttentionImpl::rotate_and_expand(const torch::Tensor& qkv_out) const {
+  const int64_t B = qkv_out.size(0), T = qkv_out.size(1), H = n_head_, K = n_kv_head_;
+  const int64_t D = qkv_out.size(2) / (H + 2 * K);
+  auto q = qkv_out.narrow(2, 0, H * D).view({B, T, H, D});
+  auto k = qkv_out.narrow(2, H * D, K * D).view({B, T, K, D});
+  auto v = qkv_out.narrow(2, (H + K) * D, K * D).view({B, T, K, D});
+  if (rope_) {
+    const auto cos = rope_cos_.narrow(0, 0, T), sin = rope_sin_.narrow(0, 0, T);
+    q = q * cos + rotate_half(q) * sin;
+    k = k * cos + rotate_half(k) * sin;
+  }
+  if (K != H) {
+    k = k.unsqueeze(3).expand({B, T, K, H / K, D}).reshape({B, T, H, D});
+    v = v.unsqueeze(3).expand({B, T, K, H / K, D}).reshape({B, T, H, D});
+  }
+  return at::cat({q.reshape({B, T, H * D}), k.reshape({B, T, H * D}), v.reshape({B, T, H * D})}, 2);
 }
 
 torch::Tensor SelfAttentionImpl::attention_mask(const torch::Tensor& key_padding, int64_t T) const {
@@ -78,6 +122,7 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Te
   TORCH_CHECK(!mask.defined() || mask.dim() == 4,
               "SelfAttention: mask must be the additive 4-D mask of attention_mask(), not key padding");
   auto qkv_out = mixed_linear(x, qkv->weight, qkv->bias, matmul_dtype_);  // [B, T, 3C], float32
+  if (rope_ || n_kv_head_ != n_head_) qkv_out = rotate_and_expand(qkv_out);
   const double attention_dropout = is_training() ? dropout_ : 0.0;
   auto y = fused_attention_supported(qkv_out)
                ? fused_attention(qkv_out, mask, n_head_, attention_dropout, causal_)
@@ -87,15 +132,26 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Te
 }
 
 MlpImpl::MlpImpl(const TransformerConfig& cfg)
-    : dropout_(cfg.dropout), recompute_(cfg.recompute), gelu_tanh_(cfg.gelu_tanh), matmul_dtype_(cfg.matmul_dtype) {
-  fc = register_module("fc", make_linear(cfg.n_embd, cfg.mlp_width(), cfg.bias));
+    : dropout_(cfg.dropout), recompute_(cfg.recompute), gelu_tanh_(cfg.gelu_tanh), gated_(cfg.gated_mlp),
+      silu_(cfg.silu), matmul_dtype_(cfg.matmul_dtype) {
+  fc = register_module("fc", make_linear(cfg.n_embd, (gated_ ? 2 : 1) * cfg.mlp_width(), cfg.bias));
   proj = register_module("proj", make_linear(cfg.mlp_width(), cfg.n_embd, cfg.bias));
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x, bool add_proj_bias) {
   const torch::Tensor proj_bias = add_proj_bias ? proj->bias : torch::Tensor();
   torch::Tensor y;
-  if (recompute_ && !gelu_tanh_) {  // fc's bias is added (and its gradient summed) inside the GELU node's loops
+  if (gated_ || silu_) {
+    auto h = mixed_linear(x, fc->weight, fc->bias, matmul_dtype_);
+    auto act = [&](const torch::Tensor& t) { return silu_ ? at::silu(t) : activation(t, gelu_tanh_); };
+    if (gated_) {
+      const int64_t width = h.size(-1) / 2;
+      h = act(h.narrow(-1, 0, width)) * h.narrow(-1, width, width);
+    } else {
+      h = act(h);
+    }
+    y = mixed_linear(h, proj->weight, proj_bias, matmul_dtype_);
+  } else if (recompute_ && !gelu_tanh_) {  // fc's bias is added (and its gradient summed) inside the GELU node's loops
     y = gelu_linear(mixed_linear(x, fc->weight, {}, matmul_dtype_), proj->weight, proj_bias, matmul_dtype_, fc->bias);
   } else {
     // The tanh GELU (imported GPT-2s) keeps its activation for backward: gelu_linear recomputes the exact one only.
@@ -106,9 +162,9 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x, bool add_proj_bias) {
 }
 
 BlockImpl::BlockImpl(const TransformerConfig& cfg) : dropout_(cfg.dropout) {
-  ln1 = register_module("ln1", make_norm(cfg.n_embd, cfg.layer_norm_eps));
+  ln1 = register_module("ln1", make_norm(cfg));
   attn = register_module("attn", SelfAttention(cfg));
-  ln2 = register_module("ln2", make_norm(cfg.n_embd, cfg.layer_norm_eps));
+  ln2 = register_module("ln2", make_norm(cfg));
   mlp = register_module("mlp", Mlp(cfg));
 }
 
@@ -119,7 +175,7 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& ma
 
 std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward_fused(const torch::Tensor& x, const torch::Tensor& x_normed,
                                                                  const torch::Tensor& mask,
-                                                                 const torch::nn::LayerNorm& next_norm) {
+                                                                 const Norm& next_norm) {
   // A branch's output bias moves into the residual add unless dropout comes between them.
   const bool fold = !(dropout_ > 0 && is_training());
   auto [h, h_normed] =
@@ -134,23 +190,27 @@ torch::Tensor BlockImpl::forward_post(const torch::Tensor& x, const torch::Tenso
 }
 
 TransformerImpl::TransformerImpl(const TransformerConfig& cfg) : cfg_(cfg) {
+  TORCH_CHECK(cfg.n_head % cfg.kv_heads() == 0, "n_head ", cfg.n_head, " is not a multiple of n_kv_head ",
+              cfg.kv_heads());
+  TORCH_CHECK(!cfg.rope || (cfg.n_embd / cfg.n_head) % 2 == 0, "rope needs an even head size");
   wte = register_module("wte", torch::nn::Embedding(cfg.vocab_size, cfg.n_embd));
-  wpe = register_module("wpe", torch::nn::Embedding(cfg.block_size, cfg.n_embd));
+  if (!cfg.rope) wpe = register_module("wpe", torch::nn::Embedding(cfg.block_size, cfg.n_embd));
   drop_ = register_module("drop", torch::nn::Dropout(cfg.dropout));
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (int64_t i = 0; i < cfg.n_layer; ++i) blocks->push_back(Block(cfg));
-  if (!cfg.post_norm) ln_f = register_module("ln_f", make_norm(cfg.n_embd, cfg.layer_norm_eps));
+  if (!cfg.post_norm) ln_f = register_module("ln_f", make_norm(cfg));
   // Registered last, so the other parameters draw the same initial values with and without a head (and
   // without the options of imported models).
   if (cfg.head_dim > 0)
     head = register_module("head", torch::nn::Linear(torch::nn::LinearOptions(cfg.n_embd, cfg.head_dim).bias(false)));
   if (cfg.type_vocab_size > 0) wtt = register_module("wtt", torch::nn::Embedding(cfg.type_vocab_size, cfg.n_embd));
-  if (cfg.post_norm) emb_norm = register_module("emb_norm", make_norm(cfg.n_embd, cfg.layer_norm_eps));
+  if (cfg.post_norm) emb_norm = register_module("emb_norm", make_norm(cfg));
   if (cfg.mlm_transform) {
     mlm_dense = register_module("mlm_dense", make_linear(cfg.n_embd, cfg.n_embd, true));
-    mlm_norm = register_module("mlm_norm", make_norm(cfg.n_embd, cfg.layer_norm_eps));
+    mlm_norm = register_module("mlm_norm", make_norm(cfg));
     mlm_bias = register_parameter("mlm_bias", torch::zeros({cfg.vocab_size}));
   }
+  if (!cfg.tie_embeddings) lm_head = register_module("lm_head", make_linear(cfg.n_embd, cfg.vocab_size, false));
   init_weights();
 }
 
@@ -183,7 +243,7 @@ TransformerOutput TransformerImpl::forward(const torch::Tensor& idx, bool want_h
                                            const torch::Tensor& key_padding) {
   const int64_t T = idx.size(1);
   TORCH_CHECK(T <= cfg_.block_size, "sequence of length ", T, " exceeds block_size ", cfg_.block_size);
-  auto x = wte->forward(idx) + wpe->weight.narrow(0, 0, T);
+  auto x = wpe.is_empty() ? wte->forward(idx) : wte->forward(idx) + wpe->weight.narrow(0, 0, T);
   if (!wtt.is_empty()) x = x + wtt->weight[0];  // every position is of type 0, as a single text is in BERT
   if (!emb_norm.is_empty()) x = emb_norm->forward(x);
   x = maybe_dropout(x, cfg_.dropout, is_training());
@@ -218,8 +278,8 @@ torch::Tensor TransformerImpl::output_logits(const torch::Tensor& final_hidden) 
   if (!mlm_dense.is_empty())
     h = mlm_norm->forward(activation(mixed_linear(h, mlm_dense->weight, mlm_dense->bias, cfg_.matmul_dtype),
                                      cfg_.gelu_tanh));
-  // Tied output embedding; the logits are float32 for the loss whatever the product's dtype.
-  return mixed_linear(h, wte->weight, mlm_bias, cfg_.matmul_dtype);
+  // The output matrix (tied: the embedding); the logits are float32 for the loss whatever the product's dtype.
+  return mixed_linear(h, lm_head.is_empty() ? wte->weight : lm_head->weight, mlm_bias, cfg_.matmul_dtype);
 }
 
 torch::Tensor TransformerImpl::lm_loss(const torch::Tensor& logits, const torch::Tensor& targets) {
@@ -230,7 +290,7 @@ torch::Tensor TransformerImpl::lm_loss(const torch::Tensor& logits, const torch:
 int64_t TransformerImpl::num_parameters(bool exclude_positions) const {
   int64_t n = 0;
   for (const auto& p : parameters()) n += p.numel();
-  if (exclude_positions) n -= wpe->weight.numel();
+  if (exclude_positions && !wpe.is_empty()) n -= wpe->weight.numel();
   return n;
 }
 

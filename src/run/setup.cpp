@@ -37,6 +37,14 @@ TransformerConfig model_config(const Recipe& recipe, int64_t vocab_size) {
   c.layer_norm_eps = recipe.model.layer_norm_eps;
   c.type_vocab_size = recipe.model.type_vocab_size;
   c.mlm_transform = recipe.model.mlm_transform;
+  c.rope = recipe.model.positions == "rope";
+  c.rope_theta = recipe.model.rope_theta;
+  c.rms_norm = recipe.model.norm == "rmsnorm";
+  c.norm_bias = recipe.model.norm_bias;
+  c.gated_mlp = recipe.model.mlp != "gelu";
+  c.silu = recipe.model.mlp == "swiglu";
+  c.n_kv_head = recipe.model.n_kv_head;
+  c.tie_embeddings = recipe.model.tie_embeddings;
   return c;
 }
 

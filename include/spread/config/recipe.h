@@ -65,6 +65,14 @@ struct ModelConfig {
   bool mlm_transform = false;         // BERT's MLM prediction head (dense, activation, LayerNorm, decoder bias)
   int64_t vocab_size = 0;             // embedding rows; 0 = the tokenizer's ids (more: a table padded past them,
                                       // as models padded to a multiple of 8 or 64 have)
+  // The modern blocks (Llama-style decoders, ModernBERT); the defaults are spread's own model.
+  std::string positions = "learned";  // learned | rope (rotary positions on q and k, no position table)
+  double rope_theta = 10000.0;        // the rotary base
+  std::string norm = "layernorm";     // layernorm | rmsnorm
+  bool norm_bias = true;              // LayerNorm's bias (RMSNorm has none)
+  std::string mlp = "gelu";           // gelu: proj(act(fc x)) | geglu: proj(gelu(gate x) * up x) | swiglu: with SiLU
+  int64_t n_kv_head = 0;              // grouped-query attention: k/v heads, a divisor of n_head; 0 = n_head
+  bool tie_embeddings = true;         // false: an output matrix of its own
 };
 
 struct TrainConfig {

@@ -13,6 +13,8 @@
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 #include <utility>
+
+#include "spread/model/norm.h"
 #include <vector>
 
 namespace spread {
@@ -41,7 +43,19 @@ struct TransformerConfig {
   double layer_norm_eps = 1e-5;
   int64_t type_vocab_size = 0;  // > 0: BERT's token-type embeddings (type 0 is added to every position); 0: none
   bool mlm_transform = false;   // BERT's MLM head: dense, activation, LayerNorm, then the tied decoder plus a bias
+  // The modern blocks (Llama, SmolLM, ModernBERT); the defaults are spread's own model, bit for bit.
+  bool rms_norm = false;        // RMSNorm instead of LayerNorm everywhere (model/norm.h)
+  bool norm_bias = true;        // LayerNorm's bias (ModernBERT has none; RMSNorm never has one)
+  bool rope = false;            // rotary position embeddings on q and k (rotate-half pairs, as transformers'
+                                // Llama) instead of learned absolute positions (the model then has no wpe)
+  double rope_theta = 10000.0;  // the rotary base
+  bool gated_mlp = false;       // proj(act(gate) * up) with fc = [gate; up] (GeGLU, SwiGLU) instead of proj(act(fc))
+  bool silu = false;            // SiLU as the MLP's activation (SwiGLU); false: GELU as gelu_tanh says
+  int64_t n_kv_head = 0;        // grouped-query attention: heads of k and v, each serving n_head / n_kv_head query
+                                // heads in order; 0 = n_head
+  bool tie_embeddings = true;   // false: a separate output matrix lm_head [vocab, n_embd]
   int64_t mlp_width() const { return intermediate_size > 0 ? intermediate_size : 4 * n_embd; }
+  int64_t kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
 };
 
 // y = x W^T + b with the product in `dtype`: for kFloat at::linear; for kBFloat16, x and W rounded to bf16, the
@@ -66,14 +80,18 @@ class SelfAttentionImpl : public torch::nn::Module {
   // and shared by the layers.
   torch::Tensor attention_mask(const torch::Tensor& key_padding, int64_t T) const;
 
-  torch::nn::Linear qkv{nullptr}, proj{nullptr};
+  torch::nn::Linear qkv{nullptr}, proj{nullptr};  // qkv's rows: q of every head, then k and v of the kv heads
 
  private:
-  int64_t n_head_;
-  bool causal_, recompute_;
+  // [B, T, 3C] as the attention kernels take it from the projection's [B, T, (H + 2 K) D]: q and k rotated (RoPE),
+  // k and v repeated to every query head of their group (grouped-query attention).
+  torch::Tensor rotate_and_expand(const torch::Tensor& qkv_out) const;
+  int64_t n_head_, n_kv_head_;
+  bool causal_, recompute_, rope_;
   double dropout_;
   at::ScalarType matmul_dtype_;
   torch::Tensor causal_bias_;  // [block, block]: 0 on and below the diagonal, -inf above
+  torch::Tensor rope_cos_, rope_sin_;  // [block, 1, D] when rope
 };
 TORCH_MODULE(SelfAttention);
 
@@ -81,11 +99,11 @@ class MlpImpl : public torch::nn::Module {
  public:
   explicit MlpImpl(const TransformerConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x, bool add_proj_bias = true);  // add_proj_bias as SelfAttention's
-  torch::nn::Linear fc{nullptr}, proj{nullptr};
+  torch::nn::Linear fc{nullptr}, proj{nullptr};  // gated: fc's rows are [gate; up]
 
  private:
   double dropout_;
-  bool recompute_, gelu_tanh_;
+  bool recompute_, gelu_tanh_, gated_, silu_;
   at::ScalarType matmul_dtype_;
 };
 TORCH_MODULE(Mlp);
@@ -99,10 +117,10 @@ class BlockImpl : public torch::nn::Module {
   // and {output, next_norm(output)}, each residual add fused with the LayerNorm after it and the branch's output
   // bias (model/residual_norm.h). Equal to forward() up to float rounding.
   std::pair<torch::Tensor, torch::Tensor> forward_fused(const torch::Tensor& x, const torch::Tensor& x_normed,
-                                                        const torch::Tensor& mask, const torch::nn::LayerNorm& next_norm);
+                                                        const torch::Tensor& mask, const Norm& next_norm);
   // A post-norm block (BERT): ln2(h + mlp(h)) for h = ln1(x + attn(x)), each add fused with its norm.
   torch::Tensor forward_post(const torch::Tensor& x, const torch::Tensor& mask);
-  torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
+  Norm ln1{nullptr}, ln2{nullptr};
   SelfAttention attn{nullptr};
   Mlp mlp{nullptr};
 
@@ -120,7 +138,8 @@ struct TransformerOutput {
 class TransformerImpl : public torch::nn::Module {
  public:
   // Parameter names (named_parameters) are spread's checkpoint keys: wte, wpe, blocks.I.{ln1,attn.qkv,attn.proj,
-  // ln2,mlp.fc,mlp.proj}, ln_f, head, and for the BERT options wtt, emb_norm, mlm_dense, mlm_norm, mlm_bias.
+  // ln2,mlp.fc,mlp.proj}, ln_f, head, for the BERT options wtt, emb_norm, mlm_dense, mlm_norm, mlm_bias, and
+  // lm_head for an untied output matrix.
   explicit TransformerImpl(const TransformerConfig& cfg);
 
   // idx: [B, T] int64 token ids, T <= block_size. key_padding: [B, T] bool (true = valid) or undefined.
@@ -142,15 +161,16 @@ class TransformerImpl : public torch::nn::Module {
   const TransformerConfig& config() const { return cfg_; }
   int64_t num_parameters(bool exclude_positions = true) const;
 
-  torch::nn::Embedding wte{nullptr}, wpe{nullptr};
+  torch::nn::Embedding wte{nullptr}, wpe{nullptr};  // wpe: learned positions only (not with rope)
   torch::nn::ModuleList blocks{nullptr};
-  torch::nn::LayerNorm ln_f{nullptr};   // pre-norm only
+  Norm ln_f{nullptr};   // pre-norm only
   torch::nn::Linear head{nullptr};  // registered only when head_dim > 0
   torch::nn::Embedding wtt{nullptr};    // type_vocab_size > 0 only
-  torch::nn::LayerNorm emb_norm{nullptr};  // post_norm only
+  Norm emb_norm{nullptr};  // post_norm only
   torch::nn::Linear mlm_dense{nullptr};    // mlm_transform only, with mlm_norm and mlm_bias
-  torch::nn::LayerNorm mlm_norm{nullptr};
+  Norm mlm_norm{nullptr};
   torch::Tensor mlm_bias;
+  torch::nn::Linear lm_head{nullptr};  // untied output matrix (tie_embeddings = false) only
 
  private:
   void init_weights();
