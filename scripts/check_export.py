@@ -3,13 +3,13 @@
 compared with spread's own. Runs with the Python of scripts/python_env.sh (transformers, sentence-transformers,
 PyLate); there is no re-implementation of any model here.
 
-  check_export.py --export DIR --ids IDS.npy --expect LOGITS.npy                  # a GPT-2 folder
+  check_export.py --export DIR --ids IDS.npy --expect LOGITS.npy                  # a GPT-2 or Llama folder
   check_export.py --export DIR --texts TEXTS --expect EMBEDDINGS.npy              # a sentence-transformers folder
   check_export.py --export DIR --texts QUERIES --documents DOCS --expect VECTORS.npy [--maxsim SCORES.npy]
                                                                                   # a PyLate (ColBERT) folder
   [--tol 1e-5]
 
-GPT-2: AutoModelForCausalLM.from_pretrained(DIR) on IDS.npy ([B, T] token ids; float64 is fine), against spread's
+GPT-2, Llama: AutoModelForCausalLM.from_pretrained(DIR) on IDS.npy ([B, T] token ids; float64 is fine), against spread's
 logits [B*T, V]. sentence-transformers: SentenceTransformer(DIR).encode(texts) without extra normalisation (the
 folder's own 2_Normalize, if any, applies), against spread's rows [N, C] (`spread encode --no-normalize`).
 PyLate: pylate.models.ColBERT(DIR).encode of each query (is_query=True) and each document (is_query=False), one at a
@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_model_ref  # noqa: E402  (the same loaders the import tests judge with)
 
 
-def gpt2_logits(export, ids_path):
+def causal_lm_logits(export, ids_path):
     import torch
     model, _ = hf_model_ref.load_hf(export)
     ids = torch.from_numpy(np.load(ids_path).astype(np.int64))
@@ -95,16 +95,17 @@ def main():
     logging.disable_progress_bar()
     logging.set_verbosity_error()  # e.g. MegatronBertModel's unused pooler, which the exports leave out
     kind = layout(args.export)
-    need = {"gpt2": ["ids"], "sentence-transformers": ["texts"], "pylate": ["texts", "documents"]}.get(kind)
+    need = {"gpt2": ["ids"], "llama": ["ids"], "sentence-transformers": ["texts"],
+            "pylate": ["texts", "documents"]}.get(kind)
     if need is None:
-        print(f"{args.export}: no check for model_type {kind!r} (spread exports gpt2, sentence-transformers, pylate)")
+        print(f"{args.export}: no check for model_type {kind!r} (spread exports gpt2, llama, sentence-transformers, pylate)")
         return 1
     missing = [n for n in need if getattr(args, n) is None]
     if missing:
         print(f"{args.export} is a {kind} folder: give --{' --'.join(missing)}")
         return 1
-    if kind == "gpt2":
-        got, table = gpt2_logits(args.export, args.ids)
+    if kind in ("gpt2", "llama"):
+        got, table = causal_lm_logits(args.export, args.ids)
     elif kind == "sentence-transformers":
         got, table = st_embeddings(args.export, args.texts)
     else:

@@ -12,7 +12,8 @@ spread's import of such folders (transformers 5.3, sentence-transformers 5.3, Py
     hf_model_ref.py --jobs JOBS.txt    # one command above a line (split with shlex), all in one Python process
 
 make KIND: bert (BertModel with its pooler), bert-mlm (BertForMaskedLM), megatron-bert (MegatronBertModel: the
-pre-LayerNorm BERT, the layout of spread's encoder exports), gpt2 (GPT2LMHeadModel), st (a
+pre-LayerNorm BERT, the layout of spread's encoder exports), gpt2 (GPT2LMHeadModel), llama (LlamaForCausalLM:
+RMSNorm, rotary positions, SwiGLU, grouped-query attention; with GPT-2's byte-level vocabulary), st (a
 sentence-transformers folder: Transformer around a `bert` model, Pooling, optional Normalize), pylate (a PyLate
 ColBERT built from a `bert` model: Transformer, then 1_Dense projecting to --dim, no bias). Options: --seed (0)
 --layers (2) --heads (2) --width (32) --intermediate (4*width) --eps (1e-12 bert, 1e-5 gpt2) --act (gelu /
@@ -21,7 +22,8 @@ gelu_new) --max-position (64) --type-vocab (2) --dtype float32|float16|bfloat16 
 BertModel's weights saved under "bert.", as the encoder of a BertFor* checkpoint; config still says BertModel)
 --no-safetensors (pytorch_model.bin: the safetensors transformers wrote, re-saved with torch.save, since 5.3
 writes safetensors only) --pad-vocab N (the embedding table N rows longer than the tokenizer, as models padded to
-a multiple of 8 or 64 have); st: --max-seq-length (48) --pooling mean|cls|max|lasttoken|weightedmean --include-prompt
+a multiple of 8 or 64 have); llama: --kv-heads (= heads) --rope-theta (10000) --tie (tied embeddings; default
+untied), intermediate 3*width, eps 1e-6; st: --max-seq-length (48) --pooling mean|cls|max|lasttoken|weightedmean --include-prompt
 1|0 --normalize --prompts ({"query": "query: ", "passage": "passage: "}) --lower-case; pylate: --dim (16)
 --query-length (32) --document-length (48). The vocabulary is TOKDIR's (tokenizer.json or vocab.txt for BERT,
 vocab.json + merges.txt for GPT-2), saved beside the weights. Weights: every parameter redrawn N(0, 0.2),
@@ -76,7 +78,7 @@ def load_tokenizer(kind, tokdir):
     """What from_pretrained gives for the folder (5.3's constructors ignore vocab_file; BertTokenizerFast is
     BertTokenizer there, and it prefers tokenizer.json to vocab.txt)."""
     from transformers import BertTokenizerFast, GPT2TokenizerFast
-    return (GPT2TokenizerFast if kind == "gpt2" else BertTokenizerFast).from_pretrained(tokdir)
+    return (GPT2TokenizerFast if kind in ("gpt2", "llama") else BertTokenizerFast).from_pretrained(tokdir)
 
 
 def save_tokenizer(tok, out_dir):
@@ -95,17 +97,25 @@ def randomise(model, seed):
     import torch
     torch.manual_seed(seed)
     with torch.no_grad():
-        norms = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.LayerNorm)}
+        norms = {id(m.weight) for m in model.modules()
+                 if isinstance(m, torch.nn.LayerNorm) or type(m).__name__.endswith("RMSNorm")}
         for _, p in model.named_parameters():  # tied parameters come once
             p.copy_(torch.randn_like(p) * 0.2 + (1.0 if id(p) in norms else 0.0))
 
 
 def build_hf(kind, tok, a):
     import torch
-    from transformers import (BertConfig, BertForMaskedLM, BertModel, GPT2Config, GPT2LMHeadModel, MegatronBertConfig,
-                              MegatronBertModel)
+    from transformers import (BertConfig, BertForMaskedLM, BertModel, GPT2Config, GPT2LMHeadModel, LlamaConfig,
+                              LlamaForCausalLM, MegatronBertConfig, MegatronBertModel)
     torch.manual_seed(a.seed)
-    if kind == "gpt2":
+    if kind == "llama":
+        cfg = LlamaConfig(vocab_size=len(tok) + a.pad_vocab, hidden_size=a.width, num_hidden_layers=a.layers,
+                          num_attention_heads=a.heads, num_key_value_heads=a.kv_heads or a.heads,
+                          intermediate_size=a.intermediate or 3 * a.width, max_position_embeddings=a.max_position,
+                          rms_norm_eps=1e-6 if a.eps is None else a.eps, rope_theta=a.rope_theta,
+                          tie_word_embeddings=a.tie, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+        model = LlamaForCausalLM(cfg)
+    elif kind == "gpt2":
         cfg = GPT2Config(vocab_size=len(tok) + a.pad_vocab, n_embd=a.width, n_layer=a.layers, n_head=a.heads,
                          n_positions=a.max_position, n_inner=a.intermediate, activation_function=a.act or "gelu_new",
                          layer_norm_epsilon=1e-5 if a.eps is None else a.eps,
@@ -177,7 +187,7 @@ def make(a):
         raise SystemExit("make: --prefix is for bert")
     os.makedirs(out_dir, exist_ok=True)
     tok = load_tokenizer(kind, a.tokenizer)
-    if kind in ("bert", "bert-mlm", "megatron-bert", "gpt2"):
+    if kind in ("bert", "bert-mlm", "megatron-bert", "gpt2", "llama"):
         save_hf(build_hf(kind, tok, a), out_dir, a)
         save_tokenizer(tok, out_dir)
     else:
@@ -216,7 +226,8 @@ def load_hf(model_dir):
     from transformers import AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM
     with open(os.path.join(model_dir, "config.json")) as f:
         arch = (json.load(f).get("architectures") or ["?"])[0]
-    cls = {"GPT2LMHeadModel": AutoModelForCausalLM, "BertForMaskedLM": AutoModelForMaskedLM}.get(arch, AutoModel)
+    cls = {"GPT2LMHeadModel": AutoModelForCausalLM, "LlamaForCausalLM": AutoModelForCausalLM,
+           "BertForMaskedLM": AutoModelForMaskedLM}.get(arch, AutoModel)
     model, info = cls.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager",
                                       output_loading_info=True)
     if info["missing_keys"] or info["unexpected_keys"]:  # randomly initialised weights would judge nothing
@@ -267,8 +278,9 @@ def generate(a):
     results = []
     for prompt in read_lines(a.prompts_file):
         ids = tok(prompt, return_tensors="pt")["input_ids"]
-        if ids.shape[1] + a.max_new_tokens > model.config.n_positions:
-            raise SystemExit(f"generate: {ids.shape[1]} prompt tokens + {a.max_new_tokens} > n_positions")
+        positions = getattr(model.config, "n_positions", None) or model.config.max_position_embeddings
+        if ids.shape[1] + a.max_new_tokens > positions:
+            raise SystemExit(f"generate: {ids.shape[1]} prompt tokens + {a.max_new_tokens} > {positions} positions")
         with torch.no_grad():
             out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=a.max_new_tokens,
                                  do_sample=False, pad_token_id=tok.eos_token_id)
@@ -334,19 +346,20 @@ def parser():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     m = sub.add_parser("make")
-    m.add_argument("kind", choices=("bert", "bert-mlm", "megatron-bert", "gpt2", "st", "pylate"))
+    m.add_argument("kind", choices=("bert", "bert-mlm", "megatron-bert", "gpt2", "llama", "st", "pylate"))
     m.add_argument("out_dir")
     m.add_argument("--tokenizer", required=True)
     for name, default in (("seed", 0), ("layers", 2), ("heads", 2), ("width", 32), ("intermediate", None),
                           ("max-position", 64), ("type-vocab", 2), ("shards", 1), ("max-seq-length", 48),
                           ("include-prompt", 1), ("dim", 16), ("query-length", 32), ("document-length", 48),
-                          ("pad-vocab", 0)):
+                          ("pad-vocab", 0), ("kv-heads", 0)):
         m.add_argument("--" + name, type=int, default=default)
     m.add_argument("--eps", type=float)
+    m.add_argument("--rope-theta", type=float, default=10000.0)
     m.add_argument("--act")
     m.add_argument("--dtype", choices=DTYPES, default="float32")
     m.add_argument("--pooling", choices=("mean", "cls", "max", "lasttoken", "weightedmean"), default="mean")
-    for flag in ("prefix", "no-safetensors", "normalize", "prompts", "lower-case"):
+    for flag in ("prefix", "no-safetensors", "normalize", "prompts", "lower-case", "tie"):
         m.add_argument("--" + flag, action="store_true")
     m.set_defaults(run=make)
     h = sub.add_parser("hidden")

@@ -374,6 +374,61 @@ TEST(ExportCli, EncoderExportIsASentenceTransformersFolderMatchingTheReferenceFo
   fs::remove_all(dir);
 }
 
+// A Llama-shaped LM (rotary positions, RMSNorm, SwiGLU, grouped-query attention, an untied output) exports as
+// LlamaForCausalLM: transformers' forward pass on the folder gives spread's logits, and init_from the export
+// gives back the same weights. A block of both kinds (rope with LayerNorm) has no layout and is refused by key.
+TEST(ExportCli, LlamaExportMatchesTheReferenceForwardPassAndLoadsBack) {
+  auto dir = fresh_temp_dir("export_llama");
+  const std::vector<std::string> llama = {"model.positions=rope", "model.rope_theta=500.0", "model.norm=rmsnorm",
+                                          "model.mlp=swiglu", "model.intermediate_size=24", "model.n_head=4",
+                                          "model.n_kv_head=2", "model.bias=false", "model.tie_embeddings=false"};
+  const auto run = train_run(dir, "llama", llama);
+  randomize_latest_checkpoint(run);
+  const auto out = dir / "hf";
+  auto r = run_spread("export --run " + run + " --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto config = nlohmann::json::parse(file_bytes(out / "config.json"));
+  EXPECT_EQ(config["model_type"], "llama");
+  EXPECT_EQ(config["num_key_value_heads"], 2);
+  EXPECT_EQ(config["intermediate_size"], 24);
+  EXPECT_EQ(config["tie_word_embeddings"], false);
+  EXPECT_DOUBLE_EQ(config["rope_theta"].get<double>(), 500.0);
+  const auto tensors = spread::read_safetensors((out / "model.safetensors").string());
+  EXPECT_EQ(tensors.at("model.layers.1.self_attn.k_proj.weight").sizes().vec(), (std::vector<int64_t>{8, 16}));
+  EXPECT_EQ(tensors.at("model.layers.1.mlp.up_proj.weight").sizes().vec(), (std::vector<int64_t>{24, 16}));
+  EXPECT_EQ(tensors.count("lm_head.weight"), 1u);
+
+  auto extended = llama;
+  for (const char* o : {"train.max_steps=1", "train.lr=0", "train.min_lr=0"}) extended.push_back(o);
+  extended.push_back("train.init_from=" + out.string());
+  const auto tuned = train_run(dir, "tuned", extended);
+  auto a = spread::checkpoint_to_use(run, [](const std::string&) {});
+  auto b = spread::checkpoint_to_use(tuned, [](const std::string&) {});
+  for (const auto& [name, t] : a.tensors)
+    if (name.rfind("model.", 0) == 0) EXPECT_TRUE(torch::equal(t, b.tensors.at(name))) << name;
+
+  auto loaded = spread::load_run(run);
+  auto ids = torch::tensor({3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8}, torch::kLong).remainder(loaded.model->config().vocab_size);
+  auto logits = [&] {
+    torch::NoGradGuard no_grad;
+    return loaded.model->forward(ids.view({1, -1})).logits[0].contiguous();
+  }();
+  const auto logits_file = (dir / "logits.npy").string();
+  spread::write_npy_float32(logits_file, logits.data_ptr<float>(), logits.size(0), logits.size(1));
+  write_ids(dir / "ids.npy", ids.view({1, -1}));
+  expect_export_check(out, "--ids " + (dir / "ids.npy").string() + " --expect " + logits_file, [&] {
+    logits[7][2] += 1e-4f;
+    spread::write_npy_float32(logits_file, logits.data_ptr<float>(), logits.size(0), logits.size(1));
+  });
+
+  const auto mixed = train_run(dir, "mixed", {"model.positions=rope"});  // rope with LayerNorm and a GELU MLP
+  r = run_spread("export --run " + mixed + " --out " + (dir / "mixed_hf").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("model.positions"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "mixed_hf"));
+  fs::remove_all(dir);
+}
+
 TEST(ExportCli, BadInputExitsWithTwoAndOneLine) {
   auto dir = fresh_temp_dir("export_bad");
   const auto run = train_run(dir, "lm", {});

@@ -102,6 +102,13 @@ Recipe adopt_model_folder(const Recipe& recipe) {
   adopt(m.layer_norm_eps, f.layer_norm_eps, d.layer_norm_eps, "model.layer_norm_eps", r);
   adopt(m.type_vocab_size, f.type_vocab_size, d.type_vocab_size, "model.type_vocab_size", r);
   adopt(m.vocab_size, f.vocab_size, d.vocab_size, "model.vocab_size", r);
+  adopt(m.positions, f.positions, d.positions, "model.positions", r);
+  adopt(m.rope_theta, f.rope_theta, d.rope_theta, "model.rope_theta", r);
+  adopt(m.norm, f.norm, d.norm, "model.norm", r);
+  adopt(m.norm_bias, f.norm_bias, d.norm_bias, "model.norm_bias", r);
+  adopt(m.mlp, f.mlp, d.mlp, "model.mlp", r);
+  adopt(m.n_kv_head, f.n_kv_head, d.n_kv_head, "model.n_kv_head", r);
+  adopt(m.tie_embeddings, f.tie_embeddings, d.tie_embeddings, "model.tie_embeddings", r);
   // Encoders attend both ways whatever the recipe's default (true, for LMs); an LM folder stays causal.
   if (implied.train.objective == "lm") adopt(m.causal, f.causal, d.causal, "model.causal", r);
   else m.causal = false;

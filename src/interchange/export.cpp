@@ -10,6 +10,7 @@
 
 #include "spread/data/tokenizer.h"
 #include "spread/encode/multi_vector.h"
+#include "spread/interchange/hf_import.h"
 #include "spread/interchange/hf_layout.h"
 #include "spread/interchange/hf_tokenizer.h"
 #include "spread/run/checkpoint.h"
@@ -217,6 +218,21 @@ void write_folder(const Files& files, const fs::path& out) {
   if (replace) fs::remove_all(old, ec);
 }
 
+// The GPT-2, BERT and MegatronBert layouts have learned positions, LayerNorm with biases, a GELU MLP, one k/v head
+// per query head and a tied output matrix: a model with another block would be written wrong. A Llama-shaped LM
+// has its own layout; a mixture of the two (rope with LayerNorm, say) has none.
+void refuse_modern_blocks(const TransformerConfig& cfg, const std::string& source) {
+  if (is_llama_shaped(cfg)) return;
+  const char* key = cfg.rope ? "model.positions" : cfg.rms_norm ? "model.norm" : !cfg.norm_bias ? "model.norm_bias"
+                    : cfg.gated_mlp || cfg.silu ? "model.mlp" : cfg.kv_heads() != cfg.n_head ? "model.n_kv_head"
+                    : !cfg.tie_embeddings ? "model.tie_embeddings" : nullptr;
+  if (key)
+    throw user_error(source, 0, key, "is not the default, and spread has no Hugging Face layout for this block "
+                     "(GPT-2, BERT and MegatronBert have learned positions, LayerNorm, a GELU MLP, full heads and a "
+                     "tied output; LlamaForCausalLM is a causal LM with rope, rmsnorm, swiglu and bias = false)",
+                     "use the run with spread's own commands (eval, encode, generate, diagnose)");
+}
+
 }  // namespace
 
 ExportResult export_run(const ExportRequest& request) {
@@ -237,6 +253,7 @@ ExportResult export_run(const ExportRequest& request) {
   result.step = ckpt.step;
   const auto tokenizer_json = hf_tokenizer_json(request.run_dir, *tokenizer);
   Files files;
+  refuse_modern_blocks(cfg, recipe.source);
   if (!recipe.is_encoder_objective()) {
     if (!cfg.causal)
       throw user_error(recipe.source, 0, "model.causal", "an LM run with a bidirectional model has no HF layout",
@@ -244,14 +261,17 @@ ExportResult export_run(const ExportRequest& request) {
     if (cfg.post_norm || cfg.type_vocab_size > 0 || cfg.mlm_transform)
       throw user_error(recipe.source, 0, cfg.post_norm ? "model.norm_position" : cfg.type_vocab_size > 0
                                                            ? "model.type_vocab_size" : "model.mlm_transform",
-                       "GPT-2 has pre-LayerNorm blocks, no token types and no MLM head: this LM has no GPT-2 layout",
+                       "GPT-2 and Llama have pre-norm blocks, no token types and no MLM head: this LM has no layout",
                        "export LM runs trained with norm_position = \"pre\", type_vocab_size = 0, mlm_transform = false");
     if (tokenizer->lowercases())
-      throw user_error(recipe.source, 0, "tokenizer.lowercase", "is true, and the GPT-2 layout has no lower-casing "
+      throw user_error(recipe.source, 0, "tokenizer.lowercase", "is true, and the GPT-2 and Llama layouts have no "
+                       "lower-casing "
                        "step: transformers would tokenize the text as written", "use `spread eval`/`generate` on the run");
-    result.layout = "gpt2";
-    files["config.json"] = json_file(gpt2_config(cfg, tokenizer->bos_id(), tokenizer->eos_id()));
-    files["model.safetensors"] = safetensors_bytes(gpt2_tensors(params, cfg));
+    const bool llama = is_llama_shaped(cfg);
+    result.layout = llama ? "llama" : "gpt2";
+    files["config.json"] = json_file(llama ? llama_config(cfg, tokenizer->bos_id(), tokenizer->eos_id())
+                                           : gpt2_config(cfg, tokenizer->bos_id(), tokenizer->eos_id()));
+    files["model.safetensors"] = safetensors_bytes(llama ? llama_tensors(params, cfg) : gpt2_tensors(params, cfg));
   } else {
     // A post-LN encoder (an imported BERT) goes back as BertModel; spread's pre-LN one is MegatronBert.
     if (cfg.post_norm && (!cfg.bias || cfg.type_vocab_size == 0))
@@ -280,23 +300,31 @@ ExportResult export_run(const ExportRequest& request) {
   return result;
 }
 
-NamedTensors read_gpt2_weights(const std::string& dir, const TransformerConfig& cfg) {
+NamedTensors read_exported_lm_weights(const std::string& dir, const TransformerConfig& cfg) {
   const std::string config_path = (fs::path(dir) / "config.json").string();
   auto text = read_whole_file(config_path);
   if (!text) throw user_error(config_path, 0, "", "cannot read the file");
   const auto config = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded() || !config.is_object())
     throw user_error(config_path, 0, "", "is not a JSON object", "give a Hugging Face model folder");
-  if (config.value("model_type", std::string()) != "gpt2")
-    throw user_error(config_path, 0, "model_type", "is " + config.value("model_type", std::string("missing")) +
-                                                       "; init_from loads GPT-2 folders only",
-                     "export a causal LM run (spread export) or give a GPT-2 model folder");
-  for (const auto& [key, want] : std::vector<std::pair<std::string, int64_t>>{
-           {"n_layer", cfg.n_layer}, {"n_head", cfg.n_head}, {"n_embd", cfg.n_embd}, {"vocab_size", cfg.vocab_size}})
+  const std::string type = config.value("model_type", std::string("missing"));
+  if (type != "gpt2" && type != "llama")
+    throw user_error(config_path, 0, "model_type", "is " + type + "; init_from loads exported GPT-2 and Llama LMs",
+                     "export a causal LM run (spread export) or give a GPT-2 or Llama model folder");
+  const bool llama = type == "llama";
+  using Key = std::pair<std::string, int64_t>;
+  const std::vector<Key> keys =
+      llama ? std::vector<Key>{{"num_hidden_layers", cfg.n_layer}, {"num_attention_heads", cfg.n_head},
+                               {"num_key_value_heads", cfg.kv_heads()}, {"hidden_size", cfg.n_embd},
+                               {"intermediate_size", cfg.mlp_width()}, {"vocab_size", cfg.vocab_size}}
+            : std::vector<Key>{{"n_layer", cfg.n_layer}, {"n_head", cfg.n_head}, {"n_embd", cfg.n_embd},
+                               {"vocab_size", cfg.vocab_size}};
+  for (const auto& [key, want] : keys)
     if (!config.contains(key) || !config[key].is_number_integer() || config[key].get<int64_t>() != want)
       throw user_error(config_path, 0, key, fmt::format("is {} but this model has {}",
                                                         config.contains(key) ? config[key].dump() : "missing", want),
                        "use the same [model] shape (and tokenizer) as the exported model");
+  if (llama) return read_hf_model_folder(dir).weights;
   const std::string weights = (fs::path(dir) / "model.safetensors").string();
   return spread_tensors_from_gpt2(read_safetensors(weights), cfg, weights);
 }

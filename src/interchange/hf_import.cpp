@@ -23,7 +23,7 @@ namespace {
 using json = nlohmann::json;
 
 const char* const kSupported =
-    "BertModel, BertForMaskedLM, BertForPreTraining, MegatronBertModel, GPT2LMHeadModel, GPT2Model";
+    "BertModel, BertForMaskedLM, BertForPreTraining, MegatronBertModel, GPT2LMHeadModel, GPT2Model, LlamaForCausalLM";
 
 std::string path_in(const std::string& dir, const std::string& name) { return (fs::path(dir) / name).string(); }
 
@@ -296,6 +296,64 @@ TransformerConfig gpt2_config_of(const json& c, const std::string& path) {
   return cfg;
 }
 
+// --- Llama (LlamaForCausalLM: SmolLM, TinyLlama and other Llama-style decoders) -----------------------------
+
+TransformerConfig llama_config_of(const json& c, const std::string& path) {
+  if (c.contains("rope_scaling") && !c["rope_scaling"].is_null())
+    require(false, path, "rope_scaling", c["rope_scaling"], "null (rotary positions without scaling)");
+  const json params = c.contains("rope_parameters") ? c["rope_parameters"] : json();
+  if (params.is_object()) {  // transformers 5 keeps the base and the scaling type here
+    const std::string type = string_key(params, "rope_type", "default");
+    require(type == "default", path, "rope_parameters.rope_type", type, "default");
+  }
+  const std::string act = string_key(c, "hidden_act", "silu");
+  require(act == "silu", path, "hidden_act", act, "silu");
+  require(!bool_key(c, "attention_bias", path, false), path, "attention_bias", true, "false");
+  require(!bool_key(c, "mlp_bias", path, false), path, "mlp_bias", true, "false");
+  TransformerConfig cfg;
+  cfg.vocab_size = int_key(c, "vocab_size", path);
+  cfg.n_layer = int_key(c, "num_hidden_layers", path);
+  cfg.n_head = int_key(c, "num_attention_heads", path);
+  cfg.n_embd = int_key(c, "hidden_size", path);
+  cfg.n_kv_head = int_key(c, "num_key_value_heads", path, cfg.n_head);
+  cfg.block_size = int_key(c, "max_position_embeddings", path);
+  cfg.intermediate_size = int_key(c, "intermediate_size", path);
+  cfg.layer_norm_eps = float_key(c, "rms_norm_eps", path, 1e-6);
+  cfg.rope_theta = float_key(params.is_object() ? params : c, "rope_theta", path, 10000.0);
+  cfg.tie_embeddings = bool_key(c, "tie_word_embeddings", path, false);
+  require(cfg.n_head > 0 && cfg.n_embd % cfg.n_head == 0, path, "num_attention_heads", cfg.n_head,
+          "a divisor of hidden_size");
+  require(cfg.n_kv_head > 0 && cfg.n_head % cfg.n_kv_head == 0, path, "num_key_value_heads", cfg.n_kv_head,
+          "a divisor of num_attention_heads");
+  const int64_t head_size = int_key(c, "head_dim", path, cfg.n_embd / cfg.n_head);
+  require(head_size == cfg.n_embd / cfg.n_head, path, "head_dim", head_size, "hidden_size / num_attention_heads");
+  cfg.causal = true;
+  cfg.bias = false;
+  cfg.norm_bias = false;
+  cfg.rms_norm = true;
+  cfg.rope = true;
+  cfg.gated_mlp = true;
+  cfg.silu = true;
+  return cfg;
+}
+
+NamedTensors llama_weights(const HfTensors& hf, const TransformerConfig& cfg) {
+  NamedTensors out;
+  for (const auto& t : llama_layout(cfg)) {
+    std::vector<torch::Tensor> parts;
+    for (const auto& [name, rows] : t.parts) {
+      const torch::Tensor& part = hf.get(name);
+      if (part.dim() < 1 || part.size(0) != rows)  // before cat, which would fail without naming the tensor
+        throw user_error(hf.source(), 0, name, fmt::format("has shape {} but config.json implies {} rows",
+                                                           fmt::join(part.sizes().vec(), "x"), rows),
+                         "was the folder saved by transformers with this config.json?");
+      parts.push_back(part);
+    }
+    put(out, t.spread, parts.size() == 1 ? parts[0] : torch::cat(parts));
+  }
+  return out;
+}
+
 // --- sentence-transformers -----------------------------------------------------------------------------------
 
 std::string spread_pooling(const json& p, const std::string& path) {
@@ -453,15 +511,17 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
   const bool megatron = a == "MegatronBertModel" || a == "megatron-bert";
   const bool bert = megatron || a == "BertModel" || a == "BertForMaskedLM" || a == "BertForPreTraining" || a == "bert";
   const bool gpt2 = a == "GPT2LMHeadModel" || a == "GPT2Model" || a == "gpt2";
-  if (!bert && !gpt2)
+  const bool llama = a == "LlamaForCausalLM" || a == "llama";
+  if (!bert && !gpt2 && !llama)
     throw user_error(config_path, 0, "architectures", "is " + (a.empty() ? std::string("missing") : a),
                      std::string("supported: ") + kSupported);
   // BertModel has no MLM head; the other two architectures keep one (BertForPreTraining's beside the NSP head).
   const bool mlm = bert && !megatron && a != "BertModel" && a != "bert";
-  folder.family = bert ? "bert" : "gpt2";
+  folder.family = bert ? "bert" : gpt2 ? "gpt2" : "llama";
   folder.config = megatron ? megatron_bert_config_of(c, config_path)
                   : bert   ? bert_config(c, config_path, mlm)
-                           : gpt2_config_of(c, config_path);
+                  : gpt2   ? gpt2_config_of(c, config_path)
+                           : llama_config_of(c, config_path);
   if (head.defined()) {
     if (head.size(1) != folder.config.n_embd)
       throw user_error(path_in(dir, "1_Dense/config.json"), 0, "in_features",
@@ -472,7 +532,8 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
     NamedTensors raw = read_weights(folder.model_dir);
     folder.weights = megatron ? megatron_bert_weights(HfTensors(std::move(raw), config_path), folder.config)
                      : bert   ? bert_weights(HfTensors(std::move(raw), config_path), folder.config)
-                              : spread_tensors_from_gpt2(raw, folder.config, config_path);
+                     : gpt2   ? spread_tensors_from_gpt2(raw, folder.config, config_path)
+                              : llama_weights(HfTensors(std::move(raw), config_path), folder.config);
     if (head.defined()) folder.weights["model.head.weight"] = head;
   }
   if ((folder.sentence || folder.colbert) && folder.family != "bert")
@@ -498,6 +559,13 @@ Recipe recipe_of_model_folder(const HfModelFolder& folder) {
   r.model.type_vocab_size = c.type_vocab_size;
   r.model.mlm_transform = c.mlm_transform;
   r.model.vocab_size = c.vocab_size;
+  r.model.positions = c.rope ? "rope" : "learned";
+  r.model.rope_theta = c.rope_theta;
+  r.model.norm = c.rms_norm ? "rmsnorm" : "layernorm";
+  r.model.norm_bias = c.norm_bias;
+  r.model.mlp = !c.gated_mlp ? "gelu" : c.silu ? "swiglu" : "geglu";
+  r.model.n_kv_head = c.n_kv_head;
+  r.model.tie_embeddings = c.tie_embeddings;
   r.model.dropout = 0.0;
   r.tokenizer.kind = "hf";
   // The tokenizer files sit beside the weights, or at the top of a sentence-transformers folder.
@@ -505,7 +573,7 @@ Recipe recipe_of_model_folder(const HfModelFolder& folder) {
                       fs::exists(path_in(folder.model_dir, "vocab.txt")) ||
                       fs::exists(path_in(folder.model_dir, "vocab.json"));
   r.tokenizer.path = beside ? folder.model_dir : folder.dir;
-  r.train.objective = folder.family == "gpt2" ? "lm" : c.mlm_transform ? "mlm" : "contrastive";
+  r.train.objective = c.causal ? "lm" : c.mlm_transform ? "mlm" : "contrastive";
   r.data.max_length = c.block_size;
   if (folder.colbert) {
     const ColbertModules& m = *folder.colbert;

@@ -248,4 +248,68 @@ nlohmann::json bert_config(const TransformerConfig& cfg, int32_t pad_id) {
           {"torch_dtype", "float32"}};
 }
 
+std::vector<LlamaTensor> llama_layout(const TransformerConfig& cfg) {
+  const int64_t D = cfg.n_embd / cfg.n_head, q_rows = cfg.n_head * D, kv_rows = cfg.kv_heads() * D;
+  const int64_t C = cfg.n_embd, I = cfg.mlp_width();
+  std::vector<LlamaTensor> out = {{"wte.weight", {{"model.embed_tokens.weight", cfg.vocab_size}}}};
+  for (int64_t i = 0; i < cfg.n_layer; ++i) {
+    const std::string s = fmt::format("blocks.{}.", i), h = fmt::format("model.layers.{}.", i);
+    out.push_back({s + "ln1.weight", {{h + "input_layernorm.weight", C}}});
+    out.push_back({s + "attn.qkv.weight", {{h + "self_attn.q_proj.weight", q_rows},
+                                           {h + "self_attn.k_proj.weight", kv_rows},
+                                           {h + "self_attn.v_proj.weight", kv_rows}}});
+    out.push_back({s + "attn.proj.weight", {{h + "self_attn.o_proj.weight", C}}});
+    out.push_back({s + "ln2.weight", {{h + "post_attention_layernorm.weight", C}}});
+    out.push_back({s + "mlp.fc.weight", {{h + "mlp.gate_proj.weight", I}, {h + "mlp.up_proj.weight", I}}});
+    out.push_back({s + "mlp.proj.weight", {{h + "mlp.down_proj.weight", C}}});
+  }
+  out.push_back({"ln_f.weight", {{"model.norm.weight", C}}});
+  if (!cfg.tie_embeddings) out.push_back({"lm_head.weight", {{"lm_head.weight", cfg.vocab_size}}});
+  return out;
+}
+
+bool is_llama_shaped(const TransformerConfig& cfg) {
+  return cfg.causal && !cfg.post_norm && cfg.rope && cfg.rms_norm && cfg.gated_mlp && cfg.silu && !cfg.bias &&
+         cfg.type_vocab_size == 0 && !cfg.mlm_transform && cfg.head_dim == 0;
+}
+
+NamedTensors llama_tensors(const NamedTensors& params, const TransformerConfig& cfg) {
+  NamedTensors out;
+  for (const auto& t : llama_layout(cfg)) {
+    int64_t row = 0;
+    for (const auto& [name, rows] : t.parts) {
+      out[name] = param(params, t.spread).narrow(0, row, rows).contiguous();
+      row += rows;
+    }
+  }
+  return out;
+}
+
+nlohmann::json llama_config(const TransformerConfig& cfg, int32_t bos_id, int32_t eos_id) {
+  auto id = [](int32_t v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  return {{"architectures", {"LlamaForCausalLM"}},
+          {"model_type", "llama"},
+          {"vocab_size", cfg.vocab_size},
+          {"hidden_size", cfg.n_embd},
+          {"intermediate_size", cfg.mlp_width()},
+          {"num_hidden_layers", cfg.n_layer},
+          {"num_attention_heads", cfg.n_head},
+          {"num_key_value_heads", cfg.kv_heads()},
+          {"head_dim", cfg.n_embd / cfg.n_head},
+          {"hidden_act", "silu"},
+          {"max_position_embeddings", cfg.block_size},
+          {"rms_norm_eps", cfg.layer_norm_eps},
+          {"rope_theta", cfg.rope_theta},
+          {"rope_scaling", nullptr},
+          {"attention_bias", false},
+          {"mlp_bias", false},
+          {"attention_dropout", cfg.dropout},
+          {"initializer_range", 0.02},
+          {"tie_word_embeddings", cfg.tie_embeddings},
+          {"use_cache", true},
+          {"bos_token_id", id(bos_id)},
+          {"eos_token_id", id(eos_id)},
+          {"torch_dtype", "float32"}};
+}
+
 }  // namespace spread

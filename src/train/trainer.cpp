@@ -248,8 +248,8 @@ void open_run(Run& run, TrainStart start, const std::function<void(const std::st
   else verify_run_files(run.dir, MissingTokenFiles::Refused);
 }
 
-// [train] init_from: the model weights (only) of another run's newest valid checkpoint, or of a Hugging Face GPT-2
-// folder (a `spread export` of an LM, or any GPT-2 of this shape).
+// [train] init_from: the model weights (only) of another run's newest valid checkpoint, of a `spread export` of an
+// LM (GPT-2 or Llama), or of a Hugging Face model folder.
 void init_from_run(Run& run) {
   const std::string& from = run.recipe.train.init_from;
   if (is_foreign_model_folder(from)) {
@@ -260,8 +260,8 @@ void init_from_run(Run& run) {
     return;
   }
   if (is_hf_model_dir(from)) {
-    load_model_weights(run.model, read_gpt2_weights(from, run.model->config()), from);
-    say(fmt::format("init_from: model weights of the GPT-2 folder {}", from));
+    load_model_weights(run.model, read_exported_lm_weights(from, run.model->config()), from);
+    say(fmt::format("init_from: model weights of the exported folder {}", from));
     return;
   }
   std::vector<std::string> warnings;

@@ -38,8 +38,9 @@ ExportResult export_run(const ExportRequest& request);
 
 inline constexpr const char* kExportMarker = "spread_export.json";
 
-// [train] init_from of such a folder: its GPT-2 weights as "model.<name>" tensors for load_model_weights, for a
-// model of shape `cfg`. UserError naming the folder's file when it is not GPT-2 or its shape differs from cfg's.
-NamedTensors read_gpt2_weights(const std::string& dir, const TransformerConfig& cfg);
+// [train] init_from of an exported LM folder: its GPT-2 or Llama weights as "model.<name>" tensors for
+// load_model_weights, for a model of shape `cfg`. UserError naming the folder's file when it is neither or its
+// shape differs from cfg's.
+NamedTensors read_exported_lm_weights(const std::string& dir, const TransformerConfig& cfg);
 
 }  // namespace spread

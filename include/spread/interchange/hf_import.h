@@ -8,6 +8,8 @@
 //   BERT         BertModel, BertForMaskedLM, BertForPreTraining (post-LayerNorm blocks, token types, embedding
 //                LayerNorm, the MLM prediction head; the encoder under "bert." or not; old gamma/beta names)
 //   GPT-2        GPT2LMHeadModel, GPT2Model (Conv1D weights transposed, tied head)
+//   Llama        LlamaForCausalLM (RMSNorm, rotary positions without scaling, SwiGLU, grouped-query attention,
+//                tied or untied output matrix; no biases): SmolLM, TinyLlama and the like
 //   sentence-transformers  modules.json with Transformer (weights in the folder or its module path), Pooling
 //                (mean, cls, max, lasttoken, weightedmean; include_prompt), Normalize; sentence_bert_config.json's
 //                max_seq_length and do_lower_case; config_sentence_transformers.json's prompts and default_prompt_name
@@ -50,7 +52,7 @@ struct HfModelFolder {
   std::string dir;           // the folder given
   std::string model_dir;     // where config.json and the weights are: dir, or the Transformer module's path
   std::string architecture;  // config.json's architectures[0] (or model_type's model when it has none)
-  std::string family;        // "bert" | "gpt2"
+  std::string family;        // "bert" | "gpt2" | "llama"
   TransformerConfig config;
   NamedTensors weights;      // "model.<spread name>", for load_model_weights
   std::optional<SentenceTransformersModules> sentence;  // a sentence-transformers folder

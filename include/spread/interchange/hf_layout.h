@@ -1,6 +1,6 @@
 #pragma once
 // spread's transformer under the names and layouts of Hugging Face transformers' models, both ways.
-// Names come from transformers' modeling_gpt2.py and modeling_megatron_bert.py.
+// Names come from transformers' modeling_gpt2.py, modeling_megatron_bert.py and modeling_llama.py.
 //
 // Causal LM -> GPT2LMHeadModel: spread's blocks are GPT-2's (pre-norm, fused QKV in q|k|v order, MLP 4x, learned
 // positions, tied output embedding). GPT-2's Conv1D keeps its weight as [in, out], the transpose of nn.Linear's
@@ -48,5 +48,19 @@ nlohmann::json megatron_bert_config(const TransformerConfig& cfg, int32_t pad_id
 // then initialises one and says so).
 NamedTensors bert_tensors(const NamedTensors& params, const TransformerConfig& cfg);
 nlohmann::json bert_config(const TransformerConfig& cfg, int32_t pad_id);
+
+// LlamaForCausalLM (transformers' modeling_llama.py) and spread's Llama-style decoder (rope, rmsnorm, swiglu, no
+// biases): each spread tensor is the row-wise concatenation of the listed Llama tensors (q_proj, k_proj, v_proj in
+// attn.qkv; gate_proj, up_proj in mlp.fc), each with its number of rows. One table for both directions.
+struct LlamaTensor {
+  std::string spread;                                  // "blocks.0.attn.qkv.weight"
+  std::vector<std::pair<std::string, int64_t>> parts;  // {"model.layers.0.self_attn.q_proj.weight", rows}, ...
+};
+std::vector<LlamaTensor> llama_layout(const TransformerConfig& cfg);
+// True when the model is exactly what LlamaForCausalLM computes (export writes that layout for it).
+bool is_llama_shaped(const TransformerConfig& cfg);
+NamedTensors llama_tensors(const NamedTensors& params, const TransformerConfig& cfg);
+// config.json of LlamaForCausalLM; bos/eos < 0 are written as null.
+nlohmann::json llama_config(const TransformerConfig& cfg, int32_t bos_id, int32_t eos_id);
 
 }  // namespace spread
