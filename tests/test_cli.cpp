@@ -13,6 +13,7 @@
 #include <set>
 
 #include "spread/data/npy.h"
+#include "spread/run/checkpoint.h"
 
 namespace fs = std::filesystem;
 
@@ -104,6 +105,50 @@ TEST(Cli, TrainEvalGenerateCompare) {
   Result again = run("train " + recipe);
   EXPECT_EQ(again.code, 2) << again.output;
   EXPECT_NE(again.output.find("--resume"), std::string::npos) << again.output;
+  fs::remove_all(dir);
+}
+
+// The shipped Llama-style recipe, shrunk: its block keys reach the model (no position table, 4 query heads over 2
+// k/v heads, a gated MLP, bias-free RMSNorms), the run resumes, generates and exports as LlamaForCausalLM.
+TEST(Cli, LlamaTinyRecipeTrainsResumesAndGenerates) {
+  auto dir = temp_dir("llama");
+  {
+    std::ofstream corpus(dir / "c.txt");
+    for (int i = 0; i < 300; ++i) corpus << "all that glitters is not gold " << i % 5 << "\n";
+  }
+  const std::string recipe = std::string(SPREAD_TEST_DATA_DIR) + "/../../recipes/llama_tiny.toml";
+  const std::string sets = " --set run.out_dir=" + dir.string() + " --set data.source=text --set data.path=" +
+                           (dir / "c.txt").string() + " --set tokenizer.kind=char --set model.n_layer=1 "
+                           "--set model.n_embd=16 --set model.block_size=16 --set model.intermediate_size=24 "
+                           "--set train.batch_size=4 --set train.warmup_steps=2 --set train.eval_every=5 "
+                           "--set train.log_every=5 --set train.ckpt_every=5 --set diagnostics.every=5";
+  Result t = run("train " + recipe + sets + " --set train.max_steps=5");
+  ASSERT_EQ(t.code, 0) << t.output;
+  const std::string run_dir = (dir / "llama_tiny").string();
+  Result resumed = run("train --resume " + (dir / "llama_tiny").string() + " --set train.max_steps=10");
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  const auto ckpt = spread::read_checkpoint(run_dir + "/ckpt/step_00000010.ckpt");
+  auto shape = [&](const std::string& key) {
+    const auto it = ckpt.tensors.find("model." + key);
+    return it == ckpt.tensors.end() ? std::vector<int64_t>{} : it->second.sizes().vec();
+  };
+  EXPECT_TRUE(shape("wpe.weight").empty());  // rotary positions: no table
+  EXPECT_EQ(shape("blocks.0.attn.qkv.weight"), (std::vector<int64_t>{(4 + 2 * 2) * 4, 16}));
+  EXPECT_EQ(shape("blocks.0.mlp.fc.weight"), (std::vector<int64_t>{2 * 24, 16}));  // [gate; up]
+  EXPECT_EQ(shape("blocks.0.ln1.weight"), (std::vector<int64_t>{16}));
+  EXPECT_TRUE(shape("blocks.0.ln1.bias").empty());
+  EXPECT_TRUE(shape("blocks.0.attn.qkv.bias").empty());
+  EXPECT_TRUE(shape("lm_head.weight").empty());  // tied
+  Result g = run("generate --run " + run_dir + " --prompt 'all' --max-new-tokens 10 --seed 2");
+  ASSERT_EQ(g.code, 0) << g.output;
+  EXPECT_EQ(g.output.rfind("all", 0), 0u) << g.output;
+  Result x = run("export --run " + run_dir + " --out " + (dir / "hf").string());
+  ASSERT_EQ(x.code, 0) << x.output;
+  std::ifstream config_file(dir / "hf" / "config.json");
+  const auto config = nlohmann::json::parse(config_file);
+  EXPECT_EQ(config["architectures"][0], "LlamaForCausalLM");
+  EXPECT_EQ(config["num_key_value_heads"], 2);
+  EXPECT_EQ(config["tie_word_embeddings"], true);
   fs::remove_all(dir);
 }
 
