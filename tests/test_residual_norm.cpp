@@ -55,15 +55,18 @@ std::vector<torch::Tensor> values_and_grads(const Inputs& in, bool use_h, torch:
   return out;
 }
 
-std::vector<torch::Tensor> fused(const Inputs& in, bool use_h) {
-  return values_and_grads(in, use_h, torch::kFloat, [](const std::vector<torch::Tensor>& p) {
-    return spread::residual_layer_norm(p[0], p[1], p[2], p[3], p[4], 1e-5);
+std::vector<torch::Tensor> fused(const Inputs& in, bool use_h, bool rms = false) {
+  return values_and_grads(in, use_h, torch::kFloat, [rms](const std::vector<torch::Tensor>& p) {
+    return rms ? spread::residual_norm(p[0], p[1], p[2], p[3], p[4], 1e-5, /*rms=*/true)
+               : spread::residual_layer_norm(p[0], p[1], p[2], p[3], p[4], 1e-5);
   });
 }
 
-std::vector<torch::Tensor> reference(const Inputs& in, bool use_h) {
-  return values_and_grads(in, use_h, torch::kDouble, [](const std::vector<torch::Tensor>& p) {
+// Written out from the definitions in float64: LayerNorm by LibTorch, RMSNorm as h / sqrt(mean(h^2) + eps) * w.
+std::vector<torch::Tensor> reference(const Inputs& in, bool use_h, bool rms = false) {
+  return values_and_grads(in, use_h, torch::kDouble, [rms](const std::vector<torch::Tensor>& p) {
     auto h = p[2].defined() ? p[0] + p[1] + p[2] : p[0] + p[1];
+    if (rms) return std::make_pair(h, h / torch::sqrt(h.pow(2).mean(-1, true) + 1e-5) * p[3]);
     return std::make_pair(h, torch::layer_norm(h, {h.size(-1)}, p[3], p[4], 1e-5));
   });
 }
@@ -94,6 +97,22 @@ TEST(ResidualLayerNorm, MatchesAddThenLayerNormWithoutBias) {
   expect_close(fused(in, true), reference(in, true));
 }
 
+TEST(ResidualLayerNorm, MatchesAddThenLayerNormWithoutANormBias) {  // ModernBERT's LayerNorm
+  auto in = random_inputs(/*with_a_bias=*/true);
+  in.bias = torch::Tensor();
+  expect_close(fused(in, true), reference(in, true));
+}
+
+TEST(ResidualLayerNorm, RmsNormMatchesItsDefinition) {
+  auto in = random_inputs(/*with_a_bias=*/true);
+  in.bias = torch::Tensor();
+  expect_close(fused(in, true, /*rms=*/true), reference(in, true, /*rms=*/true));
+  in.a_bias = torch::Tensor();
+  expect_close(fused(in, false, /*rms=*/true), reference(in, false, /*rms=*/true));
+  auto x = torch::randn({2, 3, 8});
+  EXPECT_THROW(spread::residual_norm(x, x, {}, torch::ones({8}), torch::zeros({8}), 1e-5, true), c10::Error);
+}
+
 TEST(ResidualLayerNorm, UnusedResidualOutputGetsNoGradient) {
   // The last block's sum reaches only the final norm unless hidden states are used: h's gradient is zero.
   const auto in = random_inputs(/*with_a_bias=*/true);
@@ -108,8 +127,13 @@ TEST(ResidualLayerNorm, RejectsMismatchedShapes) {
 
 namespace {
 
-spread::TransformerConfig wiring_config(double dropout) {
+spread::TransformerConfig wiring_config(double dropout, bool llama) {
   spread::TransformerConfig cfg;
+  if (llama) {  // rope, RMSNorm, SwiGLU, two query heads per k/v head, no biases
+    cfg.rope = cfg.rms_norm = cfg.gated_mlp = cfg.silu = true;
+    cfg.n_kv_head = 1;
+    cfg.bias = false;
+  }
   cfg.vocab_size = 23;
   cfg.n_layer = 3;
   cfg.n_head = 2;
@@ -129,7 +153,8 @@ std::pair<torch::Tensor, std::vector<torch::Tensor>> logits_and_grads(spread::Tr
   torch::Tensor logits;
   if (module_by_module) {
     const int64_t T = ids.size(1);
-    auto x = model->wte->forward(ids) + model->wpe->weight.narrow(0, 0, T);
+    auto x = model->wpe.is_empty() ? model->wte->forward(ids)
+                                   : model->wte->forward(ids) + model->wpe->weight.narrow(0, 0, T);
     if (dropout > 0) x = torch::dropout(x, dropout, /*train=*/true);
     const auto mask = model->blocks[0]->as<spread::Block>()->attn->attention_mask({}, T);
     for (const auto& block : *model->blocks) x = block->as<spread::Block>()->forward(x, mask);
@@ -143,9 +168,9 @@ std::pair<torch::Tensor, std::vector<torch::Tensor>> logits_and_grads(spread::Tr
   return {logits.detach(), grads};
 }
 
-void expect_fused_equals_module_by_module(double dropout) {
+void expect_fused_equals_module_by_module(double dropout, bool llama = false) {
   torch::manual_seed(3);
-  spread::Transformer model(wiring_config(dropout));
+  spread::Transformer model(wiring_config(dropout, llama));
   {  // LayerNorm weights and biases away from 1 and 0, so that using the wrong norm shows
     torch::NoGradGuard no_grad;
     for (auto& item : model->named_parameters())
@@ -167,6 +192,10 @@ void expect_fused_equals_module_by_module(double dropout) {
 }  // namespace
 
 TEST(ResidualLayerNorm, ModelEqualsItsBlocksModuleByModule) { expect_fused_equals_module_by_module(0.0); }
+
+TEST(ResidualLayerNorm, LlamaStyleModelEqualsItsBlocksModuleByModule) {  // the fused RMSNorm where each add is
+  expect_fused_equals_module_by_module(0.0, /*llama=*/true);
+}
 
 TEST(ResidualLayerNorm, ModelEqualsItsBlocksModuleByModuleWithDropout) {
   // With dropout on a branch's output the bias stays in the branch (dropout(W y + b), not dropout(W y) + b).

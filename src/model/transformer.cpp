@@ -46,12 +46,9 @@ torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
 }
 
 // {h, norm(h)} for h = x + a + a_bias, as one node (model/residual_norm.h).
-// An RMSNorm has no fused node: the add, then the norm.
 std::pair<torch::Tensor, torch::Tensor> add_and_norm(const torch::Tensor& x, const torch::Tensor& a,
                                                      const torch::Tensor& a_bias, const Norm& norm) {
-  if (!norm->options().rms) return residual_layer_norm(x, a, a_bias, norm->weight, norm->bias, norm->options().eps);
-  auto h = a_bias.defined() ? x + a + a_bias : x + a;
-  return {h, norm->forward(h)};
+  return residual_norm(x, a, a_bias, norm->weight, norm->bias, norm->options().eps, norm->options().rms);
 }
 
 }  // namespace

@@ -16,6 +16,9 @@ struct NormOptions {
   bool bias = true;   // LayerNorm only: RMSNorm has none
 };
 
+// x / sqrt(mean(x^2) + eps) * weight over the last dimension, at least in float32, cast back before the weight.
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
+
 class NormImpl : public torch::nn::Module {
  public:
   explicit NormImpl(const NormOptions& options);

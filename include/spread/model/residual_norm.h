@@ -1,5 +1,5 @@
 #pragma once
-// A block's residual add and the LayerNorm that reads its result, as one autograd node. A pre-norm transformer
+// A block's residual add and the LayerNorm (or RMSNorm) that reads its result, as one autograd node. A pre-norm transformer
 // computes h = x + branch(...) and then layer_norm(h) (the next sublayer's input, or the final norm): separately
 // that is a pass to write h, a pass to normalise it, and in backward a pass to add the norm's gradient to the
 // residual one. Fused it is one pass each way, and the branch's output bias (the projection's, which the branch
@@ -16,5 +16,11 @@ namespace spread {
 // too); elsewhere (CUDA, 16-bit) LibTorch's add and layer_norm.
 std::pair<at::Tensor, at::Tensor> residual_layer_norm(const at::Tensor& x, const at::Tensor& a, const at::Tensor& a_bias,
                                                       const at::Tensor& weight, const at::Tensor& bias, double eps);
+
+// The same for either norm of model/norm.h: a LayerNorm whose bias may be undefined (none), or with rms an RMSNorm
+// (h * rsqrt(mean(h^2) + eps) * weight; bias must be undefined).
+std::pair<at::Tensor, at::Tensor> residual_norm(const at::Tensor& x, const at::Tensor& a, const at::Tensor& a_bias,
+                                                const at::Tensor& weight, const at::Tensor& bias, double eps,
+                                                bool rms);
 
 }  // namespace spread
