@@ -172,11 +172,8 @@ class HfTensors {
 
 // --- BERT ----------------------------------------------------------------------------------------------------
 
-TransformerConfig bert_config(const json& c, const std::string& path, bool mlm_head) {
-  require(string_key(c, "position_embedding_type", "absolute") == "absolute", path, "position_embedding_type",
-          c.contains("position_embedding_type") ? c["position_embedding_type"] : json(), "absolute");
-  require(!bool_key(c, "is_decoder", path, false), path, "is_decoder", true, "false (an encoder)");
-  require(!bool_key(c, "add_cross_attention", path, false), path, "add_cross_attention", true, "false");
+// The shape keys BERT and Llama configs share (transformers' names), with the head count checked.
+TransformerConfig shape_of(const json& c, const std::string& path) {
   TransformerConfig cfg;
   cfg.vocab_size = int_key(c, "vocab_size", path);
   cfg.n_layer = int_key(c, "num_hidden_layers", path);
@@ -184,11 +181,20 @@ TransformerConfig bert_config(const json& c, const std::string& path, bool mlm_h
   cfg.n_embd = int_key(c, "hidden_size", path);
   cfg.block_size = int_key(c, "max_position_embeddings", path);
   cfg.intermediate_size = int_key(c, "intermediate_size", path);
+  require(cfg.n_head > 0 && cfg.n_embd % cfg.n_head == 0, path, "num_attention_heads", cfg.n_head,
+          "a divisor of hidden_size");
+  return cfg;
+}
+
+TransformerConfig bert_config(const json& c, const std::string& path, bool mlm_head) {
+  require(string_key(c, "position_embedding_type", "absolute") == "absolute", path, "position_embedding_type",
+          c.contains("position_embedding_type") ? c["position_embedding_type"] : json(), "absolute");
+  require(!bool_key(c, "is_decoder", path, false), path, "is_decoder", true, "false (an encoder)");
+  require(!bool_key(c, "add_cross_attention", path, false), path, "add_cross_attention", true, "false");
+  TransformerConfig cfg = shape_of(c, path);
   cfg.type_vocab_size = int_key(c, "type_vocab_size", path, 2);
   cfg.layer_norm_eps = float_key(c, "layer_norm_eps", path, 1e-12);
   cfg.gelu_tanh = tanh_gelu(string_key(c, "hidden_act", "gelu"), path, "hidden_act");
-  require(cfg.n_head > 0 && cfg.n_embd % cfg.n_head == 0, path, "num_attention_heads", cfg.n_head,
-          "a divisor of hidden_size");
   require(cfg.type_vocab_size > 0, path, "type_vocab_size", cfg.type_vocab_size, "at least 1");
   cfg.causal = false;
   cfg.bias = true;
@@ -310,19 +316,11 @@ TransformerConfig llama_config_of(const json& c, const std::string& path) {
   require(act == "silu", path, "hidden_act", act, "silu");
   require(!bool_key(c, "attention_bias", path, false), path, "attention_bias", true, "false");
   require(!bool_key(c, "mlp_bias", path, false), path, "mlp_bias", true, "false");
-  TransformerConfig cfg;
-  cfg.vocab_size = int_key(c, "vocab_size", path);
-  cfg.n_layer = int_key(c, "num_hidden_layers", path);
-  cfg.n_head = int_key(c, "num_attention_heads", path);
-  cfg.n_embd = int_key(c, "hidden_size", path);
+  TransformerConfig cfg = shape_of(c, path);
   cfg.n_kv_head = int_key(c, "num_key_value_heads", path, cfg.n_head);
-  cfg.block_size = int_key(c, "max_position_embeddings", path);
-  cfg.intermediate_size = int_key(c, "intermediate_size", path);
   cfg.layer_norm_eps = float_key(c, "rms_norm_eps", path, 1e-6);
   cfg.rope_theta = float_key(params.is_object() ? params : c, "rope_theta", path, 10000.0);
   cfg.tie_embeddings = bool_key(c, "tie_word_embeddings", path, false);
-  require(cfg.n_head > 0 && cfg.n_embd % cfg.n_head == 0, path, "num_attention_heads", cfg.n_head,
-          "a divisor of hidden_size");
   require(cfg.n_kv_head > 0 && cfg.n_head % cfg.n_kv_head == 0, path, "num_key_value_heads", cfg.n_kv_head,
           "a divisor of num_attention_heads");
   const int64_t head_size = int_key(c, "head_dim", path, cfg.n_embd / cfg.n_head);
