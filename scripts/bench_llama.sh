@@ -54,18 +54,10 @@ mine() {
                "$out/$name/run.json")"
 }
 # "tokens/s parameters" of one PyTorch run: peer SHAPE DTYPE MODE
+peer_extra_a=("${peer_llama_a[@]}") peer_extra_b=("${peer_llama_b[@]}") peer_name="PyTorch Llama"
 peer() {
-  local args=("${ref_a[@]}" "${peer_llama_a[@]}")
-  [[ $1 == B ]] && args=("${ref_b[@]}" "${peer_llama_b[@]}")
-  args+=(--dtype "$2")
-  if [[ $3 == compiled ]]; then
-    args+=(--compile --warmup-steps "$compile_warmup")
-    # Shape B's 40 steps leave too few windows after the compile: 20 more.
-    [[ $1 == B ]] && args+=(--steps $((steps_b + 20)))
-  fi
   local r
-  r=$(env "${ref_env[@]}" "$peer_python" scripts/nanogpt_ref.py "$data" "${args[@]}" 2>"$out/peer.err") ||
-    { echo "PyTorch Llama $* failed: $(tail -3 "$out/peer.err")" >&2; return 1; }
+  r=$(peer_json "$@")
   printf '%.0f %s\n' "$(json_field "$r" tokens_per_s)" "$(json_field "$r" parameters)"
 }
 

@@ -20,17 +20,8 @@ compile_warmup=${COMPILE_WARMUP:-10}  # steps before the first timed window of a
 
 # tokens/s of one nanoGPT run: peer SHAPE DTYPE MODE
 peer() {
-  local args=("${ref_a[@]}")
-  [[ $1 == B ]] && args=("${ref_b[@]}")
-  args+=(--dtype "$2")
-  if [[ $3 == compiled ]]; then
-    args+=(--compile --warmup-steps "$compile_warmup")
-    # Shape B's 40 steps leave too few windows after the compile: 20 more.
-    [[ $1 == B ]] && args+=(--steps $((steps_b + 20)))
-  fi
   local r
-  r=$(env "${ref_env[@]}" "$peer_python" scripts/nanogpt_ref.py "$data" "${args[@]}" 2>"$out/peer.err") ||
-    { echo "nanoGPT $* failed: $(tail -3 "$out/peer.err")" >&2; return 1; }
+  r=$(peer_json "$@")
   printf '%.0f\n' "$(json_field "$r" tokens_per_s)"
 }
 # tokens/s of one spread run: mine SHAPE DTYPE ROUND

@@ -1,5 +1,6 @@
 # Sourced by scripts/bench_lm.sh and scripts/bench_lm_peers.sh: the data, the two shapes (spread's recipe keys
-# and nanoGPT's flags), the matmul peaks of this run, and measure() of one `spread train` run.
+# and nanoGPT's flags), the matmul peaks of this run, measure() of one `spread train` run and peer_json() of one
+# nanoGPT-style PyTorch run.
 # Sets: data out peak bf16_peak ref_env common shape_a shape_b ref_a ref_b steps_a steps_b pairs.
 # SPREAD_BUILD: the build folder whose spread is measured (default build; build-libtorch2 for the LibTorch 2.x one,
 # made by scripts/build.sh --libtorch=pip first).
@@ -32,6 +33,23 @@ shape_b=(--set model.n_layer=6 --set model.n_head=6 --set model.n_embd=384 --set
          --set train.batch_size=8 --set train.max_steps="$steps_b")
 ref_a=(--n-layer 4 --n-head 4 --n-embd 128 --block 64 --batch 12 --steps "$steps_a")
 ref_b=(--n-layer 6 --n-head 6 --n-embd 384 --block 256 --batch 8 --steps "$steps_b")
+
+# The JSON line of one scripts/nanogpt_ref.py run: peer_json SHAPE DTYPE MODE (MODE eager | compiled), with
+# peer_extra_a / peer_extra_b (a script's own model flags, e.g. --llama) after the shape's flags. Needs peer_python
+# and compile_warmup; the error names `peer_name`.
+peer_extra_a=() peer_extra_b=() peer_name=nanoGPT
+peer_json() {
+  local args=("${ref_a[@]}" "${peer_extra_a[@]}")
+  [[ $1 == B ]] && args=("${ref_b[@]}" "${peer_extra_b[@]}")
+  args+=(--dtype "$2")
+  if [[ $3 == compiled ]]; then
+    args+=(--compile --warmup-steps "$compile_warmup")
+    # Shape B's 40 steps leave too few windows after the compile: 20 more.
+    [[ $1 == B ]] && args+=(--steps $((steps_b + 20)))
+  fi
+  env "${ref_env[@]}" "$peer_python" scripts/nanogpt_ref.py "$data" "${args[@]}" 2>"$out/peer.err" ||
+    { echo "$peer_name $* failed: $(tail -3 "$out/peer.err")" >&2; return 1; }
+}
 
 # Median tokens/s over the logged windows after the first (warm-up), MFU and peak RSS of one run.
 measure() {
