@@ -3,7 +3,7 @@
 spread's import of such folders (transformers 5.3, sentence-transformers 5.3, PyLate 1.6; CPU, no hub).
 
     hf_model_ref.py make KIND OUT_DIR --tokenizer TOKDIR [options]
-    hf_model_ref.py hidden MODEL_DIR TEXTS_FILE OUT.json
+    hf_model_ref.py hidden MODEL_DIR TEXTS_FILE OUT.json [--batch]
     hf_model_ref.py st-encode MODEL_DIR TEXTS_FILE OUT.json [--prompt-name NAME] [--batch-size N]
     hf_model_ref.py generate MODEL_DIR PROMPTS_FILE OUT.json [--max-new-tokens 32]
     hf_model_ref.py pylate MODEL_DIR QUERIES_FILE DOCS_FILE OUT.json
@@ -13,7 +13,9 @@ spread's import of such folders (transformers 5.3, sentence-transformers 5.3, Py
 
 make KIND: bert (BertModel with its pooler), bert-mlm (BertForMaskedLM), megatron-bert (MegatronBertModel: the
 pre-LayerNorm BERT, the layout of spread's encoder exports), gpt2 (GPT2LMHeadModel), llama (LlamaForCausalLM:
-RMSNorm, rotary positions, SwiGLU, grouped-query attention; with GPT-2's byte-level vocabulary), st (a
+RMSNorm, rotary positions, SwiGLU, grouped-query attention; with GPT-2's byte-level vocabulary), modernbert /
+modernbert-mlm (ModernBertModel / ModernBertForMaskedLM: local attention, two rotary bases, gated GELU; with BERT's
+WordPiece vocabulary, since ModernBERT's own tokenizer is not among the shipped ones), st (a
 sentence-transformers folder: Transformer around a `bert` model, Pooling, optional Normalize), pylate (a PyLate
 ColBERT built from a `bert` model: Transformer, then 1_Dense projecting to --dim, no bias). Options: --seed (0)
 --layers (2) --heads (2) --width (32) --intermediate (4*width) --eps (1e-12 bert, 1e-5 gpt2) --act (gelu /
@@ -23,7 +25,9 @@ BertModel's weights saved under "bert.", as the encoder of a BertFor* checkpoint
 --no-safetensors (pytorch_model.bin: the safetensors transformers wrote, re-saved with torch.save, since 5.3
 writes safetensors only) --pad-vocab N (the embedding table N rows longer than the tokenizer, as models padded to
 a multiple of 8 or 64 have); llama: --kv-heads (= heads) --rope-theta (10000) --tie (tied embeddings; default
-untied), intermediate 3*width, eps 1e-6; st: --max-seq-length (48) --pooling mean|cls|max|lasttoken|weightedmean --include-prompt
+untied), intermediate 3*width, eps 1e-6; modernbert: --local-attention (128) --global-every (3) --rope-theta
+(the global base) --local-rope-theta (10000) --bias (attention, MLP, norm and classifier biases; default none),
+intermediate 3*width/2, eps 1e-5; st: --max-seq-length (48) --pooling mean|cls|max|lasttoken|weightedmean --include-prompt
 1|0 --normalize --prompts ({"query": "query: ", "passage": "passage: "}) --lower-case; pylate: --dim (16)
 --query-length (32) --document-length (48). The vocabulary is TOKDIR's (tokenizer.json or vocab.txt for BERT,
 vocab.json + merges.txt for GPT-2), saved beside the weights. Weights: every parameter redrawn N(0, 0.2),
@@ -37,7 +41,8 @@ TEXTS_FILE etc.: UTF-8, split on "\\n" (a final empty piece is no line). Outputs
   hidden     {"model", "architecture", "texts": [{"text", "ids", "hidden": [embeddings, layer 1, ...][T][width],
              and for MLM / LM heads "logits_head" [T][64] (vocabulary ids 0..63), "argmax" [T], "logsumexp" [T]}]}
              one text at a time, the tokenizer's defaults (BERT: [CLS] .. [SEP]; GPT-2: nothing added), truncated
-             to max_position; eager attention, float32.
+             to max_position; eager attention, float32. --batch: all texts in one batch padded on the right
+             (the tokenizer's padding), each text's valid rows kept.
   st-encode  {"model", "prompt_name", "dim", "ids": [[...]] (model.tokenize of prompt + text, one at a time),
              "embeddings": [[...]]} from SentenceTransformer.encode.
   generate   {"model", "results": [{"prompt", "prompt_ids", "new_ids"}]}: greedy, stops early at <|endoftext|>.
@@ -106,9 +111,22 @@ def randomise(model, seed):
 def build_hf(kind, tok, a):
     import torch
     from transformers import (BertConfig, BertForMaskedLM, BertModel, GPT2Config, GPT2LMHeadModel, LlamaConfig,
-                              LlamaForCausalLM, MegatronBertConfig, MegatronBertModel)
+                              LlamaForCausalLM, MegatronBertConfig, MegatronBertModel, ModernBertConfig,
+                              ModernBertForMaskedLM, ModernBertModel)
     torch.manual_seed(a.seed)
-    if kind == "llama":
+    if kind in ("modernbert", "modernbert-mlm"):
+        cfg = ModernBertConfig(vocab_size=len(tok) + a.pad_vocab, hidden_size=a.width, num_hidden_layers=a.layers,
+                               num_attention_heads=a.heads, intermediate_size=a.intermediate or 3 * a.width // 2,
+                               max_position_embeddings=a.max_position, norm_eps=1e-5 if a.eps is None else a.eps,
+                               hidden_activation=a.act or "gelu", classifier_activation=a.act or "gelu",
+                               local_attention=a.local_attention, global_attn_every_n_layers=a.global_every,
+                               global_rope_theta=a.rope_theta, local_rope_theta=a.local_rope_theta,
+                               attention_bias=a.bias, mlp_bias=a.bias, norm_bias=a.bias, classifier_bias=a.bias,
+                               pad_token_id=tok.pad_token_id, cls_token_id=tok.cls_token_id,
+                               sep_token_id=tok.sep_token_id, bos_token_id=tok.cls_token_id,
+                               eos_token_id=tok.sep_token_id)
+        model = (ModernBertForMaskedLM if kind == "modernbert-mlm" else ModernBertModel)(cfg)
+    elif kind == "llama":
         cfg = LlamaConfig(vocab_size=len(tok) + a.pad_vocab, hidden_size=a.width, num_hidden_layers=a.layers,
                           num_attention_heads=a.heads, num_key_value_heads=a.kv_heads or a.heads,
                           intermediate_size=a.intermediate or 3 * a.width, max_position_embeddings=a.max_position,
@@ -187,7 +205,7 @@ def make(a):
         raise SystemExit("make: --prefix is for bert")
     os.makedirs(out_dir, exist_ok=True)
     tok = load_tokenizer(kind, a.tokenizer)
-    if kind in ("bert", "bert-mlm", "megatron-bert", "gpt2", "llama"):
+    if kind in ("bert", "bert-mlm", "megatron-bert", "gpt2", "llama", "modernbert", "modernbert-mlm"):
         save_hf(build_hf(kind, tok, a), out_dir, a)
         save_tokenizer(tok, out_dir)
     else:
@@ -227,7 +245,7 @@ def load_hf(model_dir):
     with open(os.path.join(model_dir, "config.json")) as f:
         arch = (json.load(f).get("architectures") or ["?"])[0]
     cls = {"GPT2LMHeadModel": AutoModelForCausalLM, "LlamaForCausalLM": AutoModelForCausalLM,
-           "BertForMaskedLM": AutoModelForMaskedLM}.get(arch, AutoModel)
+           "BertForMaskedLM": AutoModelForMaskedLM, "ModernBertForMaskedLM": AutoModelForMaskedLM}.get(arch, AutoModel)
     model, info = cls.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager",
                                       output_loading_info=True)
     if info["missing_keys"] or info["unexpected_keys"]:  # randomly initialised weights would judge nothing
@@ -243,10 +261,23 @@ def hidden(a):
     model, arch = load_hf(a.model_dir)
     max_len = getattr(model.config, "max_position_embeddings", None) or model.config.n_positions
     texts = []
-    for text in read_lines(a.texts_file):
-        enc = tok(text, truncation=True, max_length=max_len, return_tensors="pt")
+    lines = read_lines(a.texts_file)
+    if a.batch:  # all texts in one batch, padded on the right; each text's valid rows are kept
+        batch = tok(lines, truncation=True, max_length=max_len, padding=True, return_tensors="pt")
         with torch.no_grad():
-            out = model(**enc, output_hidden_states=True)
+            batch_out = model(**batch, output_hidden_states=True)
+    for row, text in enumerate(lines):
+        if a.batch:
+            n = int(batch["attention_mask"][row].sum())
+            enc = {"input_ids": batch["input_ids"][row:row + 1, :n]}
+            out = type("Rows", (), {"hidden_states": [h[row:row + 1, :n] for h in batch_out.hidden_states],
+                                    "logits": getattr(batch_out, "logits", None)})()
+            if out.logits is not None:
+                out.logits = out.logits[row:row + 1, :n]
+        else:
+            enc = tok(text, truncation=True, max_length=max_len, return_tensors="pt")
+            with torch.no_grad():
+                out = model(**enc, output_hidden_states=True)
         item = {"text": text, "ids": enc["input_ids"][0].tolist(),
                 "hidden": [h[0].float().tolist() for h in out.hidden_states]}
         if getattr(out, "logits", None) is not None:
@@ -254,7 +285,7 @@ def hidden(a):
             item.update(logits_head=logits[:, :64].tolist(), argmax=logits.argmax(-1).tolist(),
                         logsumexp=torch.logsumexp(logits, -1).tolist())
         texts.append(item)
-    write_json(a.out_json, {"model": a.model_dir, "architecture": arch, "texts": texts})
+    write_json(a.out_json, {"model": a.model_dir, "architecture": arch, "batch": a.batch, "texts": texts})
 
 
 def st_encode(a):
@@ -346,25 +377,28 @@ def parser():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     m = sub.add_parser("make")
-    m.add_argument("kind", choices=("bert", "bert-mlm", "megatron-bert", "gpt2", "llama", "st", "pylate"))
+    m.add_argument("kind", choices=("bert", "bert-mlm", "megatron-bert", "gpt2", "llama", "modernbert",
+                                    "modernbert-mlm", "st", "pylate"))
     m.add_argument("out_dir")
     m.add_argument("--tokenizer", required=True)
     for name, default in (("seed", 0), ("layers", 2), ("heads", 2), ("width", 32), ("intermediate", None),
                           ("max-position", 64), ("type-vocab", 2), ("shards", 1), ("max-seq-length", 48),
                           ("include-prompt", 1), ("dim", 16), ("query-length", 32), ("document-length", 48),
-                          ("pad-vocab", 0), ("kv-heads", 0)):
+                          ("pad-vocab", 0), ("kv-heads", 0), ("local-attention", 128), ("global-every", 3)):
         m.add_argument("--" + name, type=int, default=default)
     m.add_argument("--eps", type=float)
     m.add_argument("--rope-theta", type=float, default=10000.0)
+    m.add_argument("--local-rope-theta", type=float, default=10000.0)
     m.add_argument("--act")
     m.add_argument("--dtype", choices=DTYPES, default="float32")
     m.add_argument("--pooling", choices=("mean", "cls", "max", "lasttoken", "weightedmean"), default="mean")
-    for flag in ("prefix", "no-safetensors", "normalize", "prompts", "lower-case", "tie"):
+    for flag in ("prefix", "no-safetensors", "normalize", "prompts", "lower-case", "tie", "bias"):
         m.add_argument("--" + flag, action="store_true")
     m.set_defaults(run=make)
     h = sub.add_parser("hidden")
     for name in ("model_dir", "texts_file", "out_json"):
         h.add_argument(name)
+    h.add_argument("--batch", action="store_true")
     h.set_defaults(run=hidden)
     s = sub.add_parser("st-encode")
     for name in ("model_dir", "texts_file", "out_json"):

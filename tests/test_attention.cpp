@@ -45,23 +45,25 @@ struct Result {
 };
 
 Result run(const torch::Tensor& qkv, const torch::Tensor& weights, bool fused, const torch::Tensor& mask,
-           int64_t n_head = kH, bool causal = false) {
+           int64_t n_head = kH, bool causal = false, int64_t window = -1) {
   auto x = qkv.detach().clone().requires_grad_(true);
-  auto y = fused ? spread::fused_attention(x, mask, n_head, 0.0, causal) : reference_attention(x, mask, n_head);
+  auto y = fused ? spread::fused_attention(x, mask, n_head, 0.0, causal, window) : reference_attention(x, mask, n_head);
   auto grad = torch::autograd::grad({(y * weights).sum()}, {x})[0];
   return {y.detach(), grad};
 }
 
 // kernel_causal: the kernel runs with causal = true (its row blocks) and reference_mask, the reference's mask,
 // adds what that promises (default: the same mask as the kernel's).
+// kernel_window >= 0: the kernel's local-attention window (the reference mask must then say it).
 void expect_matches_reference(const torch::Tensor& mask, double input_scale = 1.0, int64_t T = kT,
                               int64_t n_head = kH, int64_t head_dim = kD, bool kernel_causal = false,
-                              const c10::optional<torch::Tensor>& reference_mask = c10::nullopt) {
+                              const c10::optional<torch::Tensor>& reference_mask = c10::nullopt,
+                              int64_t kernel_window = -1) {
   torch::manual_seed(3);
   const int64_t C = n_head * head_dim;
   auto qkv = torch::randn({kB, T, 3 * C}) * input_scale;
   auto weights = torch::randn({kB, T, C});
-  auto fused = run(qkv, weights, true, mask, n_head, kernel_causal);
+  auto fused = run(qkv, weights, true, mask, n_head, kernel_causal, kernel_window);
   const auto ref_mask = reference_mask.value_or(mask);
   auto ref = run(qkv.to(torch::kDouble), weights.to(torch::kDouble), false,
                  ref_mask.defined() ? ref_mask.to(torch::kDouble) : ref_mask, n_head);
@@ -132,6 +134,60 @@ TEST_F(FusedAttention, CausalRowBlocksMatchTheFormula) {
   expect_matches_reference(causal_mask(64), 1.0, 64, 2, 8, /*kernel_causal=*/true);  // exactly one block
 }
 
+// The band |t - s| <= w written out entry by entry (and t >= s with causal): the reference's mask for a window.
+torch::Tensor band_mask(int64_t T, int64_t w, bool causal = false) {
+  auto m = torch::zeros({T, T});
+  auto a = m.accessor<float, 2>();
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t s = 0; s < T; ++s)
+      if (std::abs(t - s) > w || (causal && s > t)) a[t][s] = -std::numeric_limits<float>::infinity();
+  return m.view({1, 1, T, T});
+}
+
+// A window: row blocks of 64 whose key columns span the band of their rows only (T = 150: blocks starting at 0,
+// 64 and 128; windows narrower than a block, wider than one, 0 = the diagonal only, past the sequence; one short
+// block with an even window), with padding (text 1: 100 valid keys, so its last rows see a few valid keys at the
+// band's left edge), and causal with a window (a decoder's sliding window).
+TEST_F(FusedAttention, WindowRowBlocksMatchTheFormula) {
+  const int64_t T = 150;
+  for (int64_t w : {3, 64, 100, 0, 200}) {
+    SCOPED_TRACE(w);
+    expect_matches_reference({}, 1.0, T, 2, 8, false, band_mask(T, w), w);
+  }
+  expect_matches_reference({}, 1.0, 37, 3, 5, false, band_mask(37, 4), 4);  // one short block
+  auto pad = torch::zeros({kB, 1, 1, T});
+  pad.index_put_({1, 0, 0, torch::indexing::Slice(100, T)}, -kInf);
+  expect_matches_reference(pad, 1.0, T, 2, 8, false, band_mask(T, 64) + pad, 64);
+  expect_matches_reference({}, 1.0, T, 2, 8, true, band_mask(T, 20, /*causal=*/true), 20);
+}
+
+TEST_F(FusedAttention, WindowWithDropoutMatchesTheFormula) {
+  const int64_t T = 130, H = 2, D = 8, C = H * D, w = 17;
+  const double p = 0.25;
+  torch::manual_seed(8);
+  auto qkv = torch::randn({kB, T, 3 * C});
+  auto weights = torch::randn({kB, T, C});
+  torch::manual_seed(13);
+  auto fused = differentiate(qkv, weights, [&](const torch::Tensor& x) {
+    return spread::fused_attention(x, {}, H, p, /*causal=*/false, w);
+  });
+  torch::manual_seed(13);
+  auto noise = torch::empty({kB * H, T, T}).bernoulli_(1 - p).div_(1 - p).to(torch::kDouble);
+  auto ref = differentiate(qkv.to(torch::kDouble), weights.to(torch::kDouble), [&](const torch::Tensor& x) {
+    return reference_attention(x, band_mask(T, w).to(torch::kDouble), H, noise);
+  });
+  EXPECT_TRUE(torch::allclose(fused.y.to(torch::kDouble), ref.y, 2e-5, 2e-5))
+      << (fused.y.to(torch::kDouble) - ref.y).abs().max().item<double>();
+  EXPECT_TRUE(torch::allclose(fused.grad.to(torch::kDouble), ref.grad, 2e-5, 2e-5))
+      << (fused.grad.to(torch::kDouble) - ref.grad).abs().max().item<double>();
+}
+
+// The unfused path's window mask against the entry-by-entry band.
+TEST(WindowMask, IsTheBand) {
+  for (int64_t w : {0, 1, 5, 12})
+    EXPECT_TRUE(torch::equal(spread::window_mask(9, w, torch::kFloat), band_mask(9, w))) << w;
+}
+
 TEST_F(FusedAttention, CausalRowBlocksWithDropoutMatchTheFormula) {
   const int64_t T = 130, H = 2, D = 8, C = H * D;
   const double p = 0.25;
@@ -169,15 +225,29 @@ TEST_F(FusedAttention, CausalFirstTokenIsItsValueAndFutureTokensDoNotLeak) {
   EXPECT_TRUE(torch::equal(y.narrow(1, 0, kT - 1), y2.narrow(1, 0, kT - 1)));  // bitwise: masked weights are 0
 }
 
-TEST_F(FusedAttention, FullyMaskedRowIsNaNAsSoftmaxMakesIt) {
+// A query with nothing to attend to (padding outside every valid key's window, or a text without valid keys) gives
+// 0 and passes no gradient, so no NaN reaches the next layer's values; the other rows are as the formula says.
+TEST_F(FusedAttention, FullyMaskedRowIsZeroWithoutGradient) {
   auto mask = torch::zeros({kB, 1, 1, kT});
   mask.select(0, 1).fill_(-kInf);  // text 1 has no valid key
+  torch::manual_seed(4);
   auto qkv = torch::randn({kB, kT, 3 * kC}).requires_grad_(true);
   auto y = spread::fused_attention(qkv, mask, kH);
-  EXPECT_TRUE(y.select(0, 1).isnan().all().item<bool>());
-  EXPECT_FALSE(y.select(0, 0).isnan().any().item<bool>());
-  auto grad = torch::autograd::grad({y.select(0, 0).sum()}, {qkv})[0];
-  EXPECT_TRUE(grad.select(0, 0).isfinite().all().item<bool>()) << "the other text's gradient stays finite";
+  EXPECT_TRUE(torch::equal(y.select(0, 1), torch::zeros({kT, kC})));
+  EXPECT_TRUE(torch::allclose(y.select(0, 0), reference_attention(qkv, {}, kH).select(0, 0), 1e-5, 1e-6));
+  auto grad = torch::autograd::grad({(y * y).sum()}, {qkv})[0];
+  EXPECT_TRUE(grad.isfinite().all().item<bool>());
+  EXPECT_TRUE(torch::equal(grad.select(0, 1), torch::zeros({kT, 3 * kC})));
+  // With a window, text 1's padding rows past its valid keys' windows see nothing: zero, and text 1's valid rows
+  // stay as the formula says.
+  const int64_t T = 150, w = 5;
+  auto pad = torch::zeros({kB, 1, 1, T});
+  pad.index_put_({1, 0, 0, torch::indexing::Slice(20, T)}, -kInf);
+  auto x = torch::randn({kB, T, 3 * kC});
+  auto yw = spread::fused_attention(x, pad, kH, 0.0, false, w);
+  auto ref = reference_attention(x.to(torch::kDouble), (pad + band_mask(T, w)).to(torch::kDouble), kH);
+  EXPECT_TRUE(torch::allclose(yw[1].narrow(0, 0, 20 + w).to(torch::kDouble), ref[1].narrow(0, 0, 20 + w), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::equal(yw[1].narrow(0, 20 + w, T - 20 - w), torch::zeros({T - 20 - w, kC})));
 }
 
 TEST_F(FusedAttention, MatchesTheUnfusedPathInFloat) {

@@ -152,6 +152,49 @@ TEST(Cli, LlamaTinyRecipeTrainsResumesAndGenerates) {
   fs::remove_all(dir);
 }
 
+// The shipped ModernBERT-shaped recipe, shrunk: its block keys reach the model (no position table, no norm before
+// block 0's attention, an embedding norm without bias, a gated MLP, no biases), it trains, and it exports as
+// ModernBertModel with its window, global layers and rotary bases.
+TEST(Cli, ModernBertMlmRecipeTrainsAndExports) {
+  auto dir = temp_dir("modernbert");
+  {
+    std::ofstream corpus(dir / "c.txt");
+    for (int i = 0; i < 300; ++i) corpus << "all that glitters is not gold " << i % 5 << "\n";
+  }
+  const std::string recipe = std::string(SPREAD_TEST_DATA_DIR) + "/../../recipes/modernbert_mlm.toml";
+  const std::string sets = " --set run.out_dir=" + dir.string() + " --set data.source=text --set data.path=" +
+                           (dir / "c.txt").string() + " --set tokenizer.kind=char --set model.n_embd=16 "
+                           "--set model.block_size=16 --set data.max_length=16 --set model.intermediate_size=24 "
+                           "--set model.attention_window=6 --set train.batch_size=4 --set train.warmup_steps=2 "
+                           "--set train.eval_every=5 --set train.log_every=5 --set train.ckpt_every=5 "
+                           "--set diagnostics.every=5 --set eval.sts= --set train.max_steps=5";
+  Result t = run("train " + recipe + sets);
+  ASSERT_EQ(t.code, 0) << t.output;
+  const std::string run_dir = (dir / "modernbert_mlm").string();
+  const auto ckpt = spread::read_checkpoint(run_dir + "/ckpt/step_00000005.ckpt");
+  auto shape = [&](const std::string& key) {
+    const auto it = ckpt.tensors.find("model." + key);
+    return it == ckpt.tensors.end() ? std::vector<int64_t>{} : it->second.sizes().vec();
+  };
+  EXPECT_TRUE(shape("wpe.weight").empty());
+  EXPECT_TRUE(shape("blocks.0.ln1.weight").empty());
+  EXPECT_EQ(shape("blocks.1.ln1.weight"), (std::vector<int64_t>{16}));
+  EXPECT_EQ(shape("emb_norm.weight"), (std::vector<int64_t>{16}));
+  EXPECT_TRUE(shape("emb_norm.bias").empty());
+  EXPECT_EQ(shape("blocks.0.mlp.fc.weight"), (std::vector<int64_t>{2 * 24, 16}));
+  EXPECT_TRUE(shape("blocks.0.attn.qkv.bias").empty());
+  Result x = run("export --run " + run_dir + " --out " + (dir / "hf").string());
+  ASSERT_EQ(x.code, 0) << x.output;
+  std::ifstream config_file(dir / "hf" / "config.json");
+  const auto config = nlohmann::json::parse(config_file);
+  EXPECT_EQ(config["architectures"][0], "ModernBertModel");
+  EXPECT_EQ(config["local_attention"], 6);
+  EXPECT_EQ(config["global_attn_every_n_layers"], 3);
+  EXPECT_DOUBLE_EQ(config["global_rope_theta"].get<double>(), 160000.0);
+  EXPECT_DOUBLE_EQ(config["local_rope_theta"].get<double>(), 10000.0);
+  fs::remove_all(dir);
+}
+
 // An embedding model as a user meets it: a contrastive run on a pairs file with a bad row, then encode and eval.
 
 namespace {

@@ -374,6 +374,64 @@ TEST(ExportCli, EncoderExportIsASentenceTransformersFolderMatchingTheReferenceFo
   fs::remove_all(dir);
 }
 
+// A ModernBERT-shaped encoder (rotary positions with two bases, local attention of width 4 on all but every third
+// layer, GeGLU, bias-free norms and projections, an embedding norm and none before block 0) exports as
+// ModernBertModel inside a sentence-transformers folder: SentenceTransformer(out).encode gives spread's embeddings
+// on texts longer than the window, and `encode --model` of the export gives the run's.
+TEST(ExportCli, ModernBertExportMatchesSentenceTransformersAndReadsBack) {
+  auto dir = fresh_temp_dir("export_modernbert");
+  const auto run = train_run(dir, "modernbert", {"train.objective=mlm", "model.causal=false", "model.n_layer=4",
+                                                 "model.positions=rope", "model.rope_theta=1000.0",
+                                                 "model.local_rope_theta=100.0", "model.attention_window=4",
+                                                 "model.global_every=3", "model.mlp=geglu",
+                                                 "model.intermediate_size=24", "model.bias=false",
+                                                 "model.norm_bias=false", "model.embedding_norm=true",
+                                                 "model.first_block_norm=false"});
+  randomize_latest_checkpoint(run);
+  const auto out = dir / "st";
+  auto r = run_spread("export --run " + run + " --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto config = nlohmann::json::parse(file_bytes(out / "config.json"));
+  EXPECT_EQ(config["architectures"][0], "ModernBertModel");
+  EXPECT_EQ(config["local_attention"], 4);
+  EXPECT_EQ(config["global_attn_every_n_layers"], 3);
+  EXPECT_DOUBLE_EQ(config["local_rope_theta"].get<double>(), 100.0);
+  const auto tensors = spread::read_safetensors((out / "model.safetensors").string());
+  EXPECT_EQ(tensors.at("layers.1.mlp.Wi.weight").sizes().vec(), (std::vector<int64_t>{48, 16}));
+  EXPECT_EQ(tensors.count("layers.0.attn_norm.weight"), 0u);
+  EXPECT_EQ(tensors.count("embeddings.norm.bias"), 0u);
+
+  const auto texts = dir / "texts.txt", embeddings = dir / "emb.npy", reread = dir / "reread.npy";
+  write_lines(texts, {"the lazy dog", "a quick brown fox jumps over", std::string(30, 'a') + " and the dog"});
+  r = run_spread("encode --run " + run + " --in " + texts.string() + " --out " + embeddings.string() +
+                 " --no-normalize");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run_spread("encode --model " + out.string() + " --in " + texts.string() + " --out " + reread.string() +
+                 " --no-normalize");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_LE((spread::read_npy_matrix(reread.string()) - spread::read_npy_matrix(embeddings.string())).cwiseAbs().maxCoeff(),
+            1e-6);
+  expect_export_check(out, "--texts " + texts.string() + " --expect " + embeddings.string(), [&] {
+    Eigen::MatrixXd e = spread::read_npy_matrix(embeddings.string());
+    e(1, 2) += 1e-4;
+    spread::write_npy_matrix(embeddings.string(), e);
+  });
+  // Every layer local cannot be said in ModernBERT's config (its layer 0 is global): refused by key.
+  const auto all_local = train_run(dir, "all_local", {"train.objective=mlm", "model.causal=false",
+                                                      "model.positions=rope", "model.attention_window=4",
+                                                      "model.mlp=geglu", "model.embedding_norm=true",
+                                                      "model.first_block_norm=false"});
+  r = run_spread("export --run " + all_local + " --out " + (dir / "all_local_hf").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("model.global_every"), std::string::npos) << r.output;
+  // A window on an otherwise GPT-2-shaped LM has no layout: refused by key.
+  const auto windowed = train_run(dir, "windowed", {"model.attention_window=4"});
+  r = run_spread("export --run " + windowed + " --out " + (dir / "windowed_hf").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("model.attention_window"), std::string::npos) << r.output;
+  fs::remove_all(dir);
+}
+
 // A Llama-shaped LM (rotary positions, RMSNorm, SwiGLU, grouped-query attention, an untied output) exports as
 // LlamaForCausalLM: transformers' forward pass on the folder gives spread's logits, and init_from the export
 // gives back the same weights. A block of both kinds (rope with LayerNorm) has no layout and is refused by key.

@@ -46,6 +46,12 @@ namespace {
 
 constexpr double kTol = 1e-5;
 
+// kTol, or 1e-6 of the reference's largest entry when that is above 10 (about 8 float32 ulps of it): hidden states
+// of random weights reach 10-20 in ModernBERT's deeper layers, where float32 rounding alone passes 1e-5.
+double tolerance_for(const torch::Tensor& reference) {
+  return std::max(kTol, 1e-6 * reference.abs().max().item<double>());
+}
+
 // Real sentences: case, accents, digits, punctuation, a long word, and lengths that differ (padding in a batch).
 const std::vector<std::string> kTexts = {
     "The quick brown fox jumps over the lazy dog.",
@@ -96,6 +102,14 @@ std::vector<std::string> reference_jobs(const fs::path& w, const std::string& be
   make("llama", "llama_gqa", gpt2,
        "--seed 16 --layers 2 --heads 4 --kv-heads 2 --width 48 --intermediate 70 --max-position 96 --rope-theta 500000");
   make("llama", "llama_tied", gpt2, "--seed 17 --layers 1 --heads 2 --width 32 --tie --eps 1e-5");
+  // ModernBERT: local attention of width 8 (4 keys either way, shorter than most texts) with global layers 0 and 3,
+  // two rotary bases; and an MLM model with an odd window (7: 3 either way), a global layer every 2, biases
+  // everywhere and the tanh GELU.
+  make("modernbert", "modernbert", bert,
+       "--seed 18 --layers 4 --heads 2 --width 32 --local-attention 8 --rope-theta 160000 --max-position 64");
+  make("modernbert-mlm", "modernbert_mlm", bert, "--seed 19 --layers 3 --heads 4 --width 48 --intermediate 40 "
+       "--local-attention 7 --global-every 2 --bias --act gelu_pytorch_tanh --rope-theta 80000 "
+       "--local-rope-theta 5000 --max-position 64");
   make("st", "st_mean_norm", bert, "--seed 7 --layers 2 --heads 2 --width 32 --pooling mean --normalize");
   make("st", "st_cls", bert, "--seed 8 --layers 2 --heads 2 --width 32 --pooling cls");
   make("st", "st_max", bert, "--seed 9 --layers 2 --heads 2 --width 32 --pooling max");
@@ -109,8 +123,10 @@ std::vector<std::string> reference_jobs(const fs::path& w, const std::string& be
        "--document-length 20");
   const std::string texts = (w / "texts.txt").string();
   for (const std::string m : {"bert", "bert_tanh", "bert_mlm", "bert_sharded_bf16", "megatron", "gpt2", "gpt2_exact",
-                              "llama_gqa", "llama_tied"})
+                              "llama_gqa", "llama_tied", "modernbert", "modernbert_mlm"})
     jobs.push_back(fmt::format("hidden {} {} {}", (w / m).string(), texts, (w / (m + ".hidden.json")).string()));
+  for (const std::string m : {"modernbert", "modernbert_mlm"})  // one padded batch
+    jobs.push_back(fmt::format("hidden {} {} {} --batch", (w / m).string(), texts, (w / (m + ".batch.json")).string()));
   for (const std::string m : {"st_mean_norm", "st_cls", "st_max", "st_last", "st_weighted", "st_lower"})
     jobs.push_back(fmt::format("st-encode {} {} {}", (w / m).string(), texts, (w / (m + ".st.json")).string()));
   jobs.push_back(fmt::format("st-encode {} {} {} --prompt-name query", (w / "st_prompts").string(), texts,
@@ -238,9 +254,10 @@ void expect_hidden_states_match(const fs::path& folder, const fs::path& referenc
     ASSERT_EQ(layers.size(), out.hidden.size()) << folder;
     for (size_t i = 0; i < layers.size(); ++i) {
       const auto& mine = i + 1 == layers.size() ? out.final_hidden : out.hidden[i];
-      const double d = max_abs(mine[0], matrix(layers[i]));
+      const auto want = matrix(layers[i]);
+      const double d = max_abs(mine[0], want);
       worst_hidden = std::max(worst_hidden, d);
-      EXPECT_LE(d, kTol) << folder << " layer " << i << " of " << t.at("text");
+      EXPECT_LE(d, tolerance_for(want)) << folder << " layer " << i << " of " << t.at("text");
     }
     if (!t.contains("logits_head")) continue;
     auto logits = out.logits[0];
@@ -252,6 +269,47 @@ void expect_hidden_states_match(const fs::path& folder, const fs::path& referenc
   }
   std::cout << folder.filename().string() << ": largest difference " << worst_hidden << " (hidden states), "
             << worst_logits << " (logits)\n";
+}
+
+// The same comparison with all texts in one batch, padded on the right (key padding masked), valid rows compared.
+void expect_batched_hidden_states_match(const fs::path& folder, const fs::path& reference) {
+  SCOPED_TRACE(folder.string());
+  spread::LoadedRun run = spread::load_run(folder.string());
+  const json ref = read_json(reference);
+  ASSERT_TRUE(ref.at("batch").get<bool>());
+  const auto& texts = ref.at("texts");
+  int64_t T = 0;
+  for (const auto& t : texts) T = std::max<int64_t>(T, int64_t(t.at("ids").size()));
+  const int64_t B = int64_t(texts.size());
+  auto ids = torch::zeros({B, T}, torch::kLong);
+  auto valid = torch::zeros({B, T}, torch::kBool);
+  for (int64_t b = 0; b < B; ++b) {
+    const auto row = texts[size_t(b)].at("ids").get<std::vector<int64_t>>();
+    ids[b].narrow(0, 0, int64_t(row.size())).copy_(torch::tensor(row));
+    valid[b].narrow(0, 0, int64_t(row.size())).fill_(true);
+  }
+  ASSERT_FALSE(valid.all().item<bool>()) << "the texts must differ in length for padding to matter";
+  torch::NoGradGuard no_grad;
+  auto out = run.model->forward(ids, /*want_hidden=*/true, /*want_logits=*/true, valid);
+  double worst = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& t = texts[size_t(b)];
+    const int64_t n = int64_t(t.at("ids").size());
+    const auto& layers = t.at("hidden");
+    ASSERT_EQ(layers.size(), out.hidden.size());
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const auto& mine = i + 1 == layers.size() ? out.final_hidden : out.hidden[i];
+      const auto want = matrix(layers[i]);
+      const double d = max_abs(mine[b].narrow(0, 0, n), want);
+      worst = std::max(worst, d);
+      EXPECT_LE(d, tolerance_for(want)) << "layer " << i << " of " << t.at("text");
+    }
+    if (t.contains("logits_head")) {
+      auto head = matrix(t.at("logits_head"));
+      EXPECT_LE(max_abs(out.logits[b].narrow(0, 0, n).narrow(1, 0, head.size(1)), head), kTol) << t.at("text");
+    }
+  }
+  std::cout << folder.filename().string() << " in one padded batch: largest difference " << worst << "\n";
 }
 
 }  // namespace
@@ -337,6 +395,30 @@ TEST_F(HfImport, LlamaHiddenStatesAndLogitsMatchTransformers) {
   EXPECT_TRUE(spread::read_hf_model_folder(dir("llama_tied").string(), false).config.tie_embeddings);
   expect_hidden_states_match(dir("llama_gqa"), dir("llama_gqa.hidden.json"));
   expect_hidden_states_match(dir("llama_tied"), dir("llama_tied.hidden.json"));
+}
+
+// ModernBertModel and ModernBertForMaskedLM: local attention (texts longer than the window), global layers, two
+// rotary bases, gated GELU, bias-free or biased norms and projections, the MLM head; one text at a time and all
+// texts in one padded batch.
+TEST_F(HfImport, ModernBertHiddenStatesAndLogitsMatchTransformers) {
+  const auto folder = spread::read_hf_model_folder(dir("modernbert").string(), /*with_weights=*/false);
+  EXPECT_EQ(folder.family, "modernbert");
+  const auto& c = folder.config;
+  EXPECT_TRUE(c.rope && c.gated_mlp && !c.silu && c.embedding_norm && !c.first_block_norm && !c.causal);
+  EXPECT_FALSE(c.bias || c.norm_bias || c.mlm_transform);
+  EXPECT_EQ(c.attention_window, 8);
+  EXPECT_EQ(c.global_every, 3);
+  EXPECT_EQ(c.rope_theta, 160000.0);
+  EXPECT_EQ(c.local_rope_theta, 10000.0);
+  const auto mlm = spread::read_hf_model_folder(dir("modernbert_mlm").string(), false).config;
+  EXPECT_TRUE(mlm.mlm_transform && mlm.bias && mlm.norm_bias && mlm.mlm_dense_bias && mlm.gelu_tanh);
+  EXPECT_EQ(mlm.attention_window, 7);
+  EXPECT_EQ(mlm.global_every, 2);
+  EXPECT_EQ(mlm.local_rope_theta, 5000.0);
+  for (const std::string m : {"modernbert", "modernbert_mlm"}) {
+    expect_hidden_states_match(dir(m), dir(m + ".hidden.json"));
+    expect_batched_hidden_states_match(dir(m), dir(m + ".batch.json"));
+  }
 }
 
 TEST_F(HfImport, LlamaGreedyGenerationEqualsTransformersGenerate) {
@@ -528,6 +610,29 @@ TEST_F(HfImport, InitFromLlamaFolderKeepsItsBlocks) {
     ADD_FAILURE() << "a contradicting model.n_kv_head was accepted";
   } catch (const spread::UserError& e) {
     EXPECT_NE(std::string(e.what()).find("model.n_kv_head"), std::string::npos) << e.what();
+  }
+}
+
+// train.init_from of a ModernBertForMaskedLM folder for objective mlm: its window, global layers, rotary bases,
+// norms and head travel through the run's recipe.toml, and at a learning rate of 0 the run is the folder's model.
+TEST_F(HfImport, InitFromModernBertKeepsItsBlocksAndHead) {
+  const auto run = train_from(*work_, dir("modernbert_mlm"), "mlm_from_modernbert",
+                              {"train.objective=mlm", "data.source=text", "train.max_steps=1", "train.lr=0",
+                               "train.min_lr=0", "data.max_length=32"});
+  const auto recipe = spread::recipe_of_run(run);
+  EXPECT_EQ(recipe.model.attention_window, 7);
+  EXPECT_EQ(recipe.model.global_every, 2);
+  EXPECT_EQ(recipe.model.local_rope_theta, 5000.0);
+  EXPECT_TRUE(recipe.model.embedding_norm);
+  EXPECT_FALSE(recipe.model.first_block_norm);
+  EXPECT_TRUE(recipe.model.mlm_transform);
+  expect_hidden_states_match(run, dir("modernbert_mlm.hidden.json"));
+  try {
+    train_from(*work_, dir("modernbert_mlm"), "modernbert_contradiction",
+               {"train.objective=mlm", "data.source=text", "model.attention_window=128"});
+    ADD_FAILURE() << "a contradicting model.attention_window was accepted";
+  } catch (const spread::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.attention_window"), std::string::npos) << e.what();
   }
 }
 

@@ -138,6 +138,65 @@ TEST(Transformer, ModernBlocksGradientMatchesFiniteDifferences) {
   expect_gradient_matches_finite_differences(geglu, padding);
 }
 
+namespace {
+
+// ModernBERT's block: local attention of width 2 (one key either way) on layers 1 and 2, global layers 0 and 3, two
+// rotary bases, GeGLU, bias-free LayerNorms, an embedding norm and none before block 0.
+TransformerConfig tiny_modernbert() {
+  TransformerConfig c = tiny_llama();
+  c.n_layer = 4;
+  c.n_kv_head = 0;
+  c.causal = false;
+  c.rms_norm = false;
+  c.norm_bias = false;
+  c.silu = false;
+  c.tie_embeddings = true;
+  c.attention_window = 2;
+  c.global_every = 3;
+  c.local_rope_theta = 50.0;
+  c.embedding_norm = true;
+  c.first_block_norm = false;
+  return c;
+}
+
+}  // namespace
+
+// Gradients through local layers on a padded batch in float64 (the unfused path, whose window mask lets a padding
+// query see itself), against central differences.
+TEST(Transformer, LocalAttentionGradientMatchesFiniteDifferences) {
+  auto padding = torch::ones({2, 6}, torch::kBool);
+  padding[1].narrow(0, 3, 3).fill_(false);  // text 1's last query sees only padding within its window
+  expect_gradient_matches_finite_differences(tiny_modernbert(), padding);
+}
+
+// The fused kernel (float32, window in its row blocks) and the unfused path (float64, a T x T band mask) give the
+// same valid rows on a padded batch whose padding queries see no valid key within their window, and no NaN
+// reaches a valid row through them.
+TEST(Transformer, LocalAttentionFusedAndUnfusedAgreeOnAPaddedBatch) {
+  torch::manual_seed(6);
+  Transformer model(tiny_modernbert());
+  model->eval();
+  auto ids = torch::randint(0, 11, {2, 9}, torch::kLong);
+  auto padding = torch::ones({2, 9}, torch::kBool);
+  padding[1].narrow(0, 3, 6).fill_(false);
+  torch::NoGradGuard ng;
+  const auto fused = model->forward(ids, true, true, padding);
+  model->to(torch::kDouble);
+  const auto unfused = model->forward(ids, true, true, padding);
+  EXPECT_TRUE(fused.logits.isfinite().all().item<bool>());
+  EXPECT_TRUE(torch::allclose(fused.logits[0].to(torch::kDouble), unfused.logits[0], 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(fused.logits[1].narrow(0, 0, 3).to(torch::kDouble), unfused.logits[1].narrow(0, 0, 3),
+                              1e-5, 1e-5));
+  // The window reaches the layers: without it (every layer global) the outputs differ.
+  TransformerConfig global = tiny_modernbert();
+  global.attention_window = 0;
+  global.global_every = 0;
+  torch::manual_seed(6);
+  Transformer all_global(global);
+  all_global->eval();
+  EXPECT_FALSE(torch::allclose(all_global->forward(ids).logits, model->forward(ids).logits.to(torch::kFloat), 1e-4, 1e-4));
+}
+
 // Each option changes the model (a flag that is parsed but never reaches the forward would pass the gradient test).
 TEST(Transformer, EachModernOptionChangesTheOutput) {
   auto logits_of = [](const TransformerConfig& c) {

@@ -93,6 +93,29 @@ TEST(Recipe, ModernBlockKeysParseAndTheirContradictionsNameTheKey) {
   EXPECT_NE(error_of("[model]\npositions = \"alibi\"\n").find("use one of: learned, rope"), std::string::npos);
 }
 
+// ModernBERT's keys: a window with global layers, a local rotary base, the embedding norm and no norm before block 0.
+TEST(Recipe, LocalAttentionKeysParseAndTheirContradictionsNameTheKey) {
+  Recipe r = parse_recipe("[model]\npositions = \"rope\"\nattention_window = 128\nglobal_every = 3\n"
+                          "local_rope_theta = 10000.0\nembedding_norm = true\nfirst_block_norm = false\n"
+                          "mlm_dense_bias = false\n",
+                          "r.toml");
+  EXPECT_EQ(r.model.attention_window, 128);
+  EXPECT_EQ(r.model.global_every, 3);
+  EXPECT_DOUBLE_EQ(r.model.local_rope_theta, 10000.0);
+  EXPECT_TRUE(r.model.embedding_norm);
+  EXPECT_FALSE(r.model.first_block_norm);
+  EXPECT_FALSE(r.model.mlm_dense_bias);
+  std::string e = error_of("[model]\nglobal_every = 3\n");  // global layers among no local ones
+  EXPECT_NE(e.find("model.global_every"), std::string::npos) << e;
+  EXPECT_NE(e.find("attention_window"), std::string::npos) << e;
+  e = error_of("[model]\nlocal_rope_theta = 10000.0\n");  // learned positions
+  EXPECT_NE(e.find("model.local_rope_theta"), std::string::npos) << e;
+  e = error_of("[model]\nfirst_block_norm = false\nnorm_position = \"post\"\n");
+  EXPECT_NE(e.find("model.first_block_norm"), std::string::npos) << e;
+  e = error_of("[model]\nattention_window = -2\n");
+  EXPECT_NE(e.find("model.attention_window"), std::string::npos) << e;
+}
+
 TEST(Recipe, InvalidTomlNamesTheLine) {
   std::string e = error_of("[train]\nlr = = 3\n");
   EXPECT_NE(e.find("r.toml:2"), std::string::npos) << e;

@@ -247,6 +247,12 @@ const std::vector<Field>& schema() {
       string_field("model.mlp", REF(model.mlp), {"gelu", "geglu", "swiglu"}),
       int_field("model.n_kv_head", REF(model.n_kv_head), 0, 256),
       bool_field("model.tie_embeddings", REF(model.tie_embeddings)),
+      int_field("model.attention_window", REF(model.attention_window), 0, 1 << 20),
+      int_field("model.global_every", REF(model.global_every), 0, 256),
+      float_field("model.local_rope_theta", REF(model.local_rope_theta), 0.0, 1e12),
+      bool_field("model.embedding_norm", REF(model.embedding_norm)),
+      bool_field("model.first_block_norm", REF(model.first_block_norm)),
+      bool_field("model.mlm_dense_bias", REF(model.mlm_dense_bias)),
       string_field("train.objective", REF(train.objective), {"lm", "mlm", "contrastive", "maxsim"}),
       string_field("train.init_from", REF(train.init_from)),
       string_field("train.precision", REF(train.precision), {"fp32", "bf16"}),
@@ -531,6 +537,15 @@ void validate_blocks(const Recipe& r) {
          "is odd", m.n_embd / m.n_head), "choose model.n_embd and model.n_head with an even quotient");
   if (m.norm == "rmsnorm" && m.norm_position == "post")
     fail(at, "model.norm", "rmsnorm is for pre-norm blocks here", "set model.norm_position = \"pre\"");
+  if (m.global_every > 0 && m.attention_window == 0)
+    fail(at, "model.global_every", "chooses the global layers among local ones, but model.attention_window = 0 makes "
+         "every layer global", "set model.attention_window (ModernBERT: 128), or leave global_every out");
+  if (m.local_rope_theta > 0 && m.positions != "rope")
+    fail(at, "model.local_rope_theta", "is a rotary base, but model.positions is \"" + m.positions + "\"",
+         "set model.positions = \"rope\", or leave local_rope_theta out");
+  if (!m.first_block_norm && m.norm_position == "post")
+    fail(at, "model.first_block_norm", "a post-norm block normalises after attention and cannot drop its norm",
+         "set model.norm_position = \"pre\", or leave first_block_norm out");
 }
 
 // Checks that involve several keys. Each names the key to change.

@@ -109,6 +109,12 @@ Recipe adopt_model_folder(const Recipe& recipe) {
   adopt(m.mlp, f.mlp, d.mlp, "model.mlp", r);
   adopt(m.n_kv_head, f.n_kv_head, d.n_kv_head, "model.n_kv_head", r);
   adopt(m.tie_embeddings, f.tie_embeddings, d.tie_embeddings, "model.tie_embeddings", r);
+  adopt(m.attention_window, f.attention_window, d.attention_window, "model.attention_window", r);
+  adopt(m.global_every, f.global_every, d.global_every, "model.global_every", r);
+  adopt(m.local_rope_theta, f.local_rope_theta, d.local_rope_theta, "model.local_rope_theta", r);
+  adopt(m.embedding_norm, f.embedding_norm, d.embedding_norm, "model.embedding_norm", r);
+  adopt(m.first_block_norm, f.first_block_norm, d.first_block_norm, "model.first_block_norm", r);
+  adopt(m.mlm_dense_bias, f.mlm_dense_bias, d.mlm_dense_bias, "model.mlm_dense_bias", r);
   // Encoders attend both ways whatever the recipe's default (true, for LMs); an LM folder stays causal.
   if (implied.train.objective == "lm") adopt(m.causal, f.causal, d.causal, "model.causal", r);
   else m.causal = false;

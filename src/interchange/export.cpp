@@ -219,18 +219,29 @@ void write_folder(const Files& files, const fs::path& out) {
 }
 
 // The GPT-2, BERT and MegatronBert layouts have learned positions, LayerNorm with biases, a GELU MLP, one k/v head
-// per query head and a tied output matrix: a model with another block would be written wrong. A Llama-shaped LM
-// has its own layout; a mixture of the two (rope with LayerNorm, say) has none.
+// per query head, full attention and a tied output matrix: a model with another block would be written wrong. A
+// Llama-shaped LM and a ModernBERT-shaped encoder have layouts of their own; a mixture (rope with LayerNorm in an
+// LM, say) has none.
 void refuse_modern_blocks(const TransformerConfig& cfg, const std::string& source) {
   if (is_llama_shaped(cfg)) return;
+  if (is_modernbert_shaped(cfg)) {
+    if (cfg.attention_window > 0 && cfg.global_every == 0)
+      throw user_error(source, 0, "model.global_every", "is 0 (every layer local), which ModernBERT cannot say: its "
+                       "layer 0 is always global", "train with model.global_every >= 1 (ModernBERT: 3)");
+    return;
+  }
   const char* key = cfg.rope ? "model.positions" : cfg.rms_norm ? "model.norm" : !cfg.norm_bias ? "model.norm_bias"
                     : cfg.gated_mlp || cfg.silu ? "model.mlp" : cfg.kv_heads() != cfg.n_head ? "model.n_kv_head"
-                    : !cfg.tie_embeddings ? "model.tie_embeddings" : nullptr;
+                    : !cfg.tie_embeddings ? "model.tie_embeddings" : cfg.attention_window > 0 ? "model.attention_window"
+                    : cfg.embedding_norm && !cfg.post_norm ? "model.embedding_norm"
+                    : !cfg.first_block_norm ? "model.first_block_norm"
+                    : cfg.mlm_transform && !cfg.mlm_dense_bias ? "model.mlm_dense_bias" : nullptr;
   if (key)
     throw user_error(source, 0, key, "is not the default, and spread has no Hugging Face layout for this block "
-                     "(GPT-2, BERT and MegatronBert have learned positions, LayerNorm, a GELU MLP, full heads and a "
-                     "tied output; LlamaForCausalLM is a causal LM with rope, rmsnorm, swiglu and bias = false)",
-                     "use the run with spread's own commands (eval, encode, generate, diagnose)");
+                     "(GPT-2, BERT and MegatronBert have learned positions, LayerNorm, a GELU MLP, full heads and "
+                     "attention and a tied output; LlamaForCausalLM is a causal LM with rope, rmsnorm, swiglu and "
+                     "bias = false; ModernBERT an encoder with rope, geglu, embedding_norm and first_block_norm = "
+                     "false)", "use the run with spread's own commands (eval, encode, generate, diagnose)");
 }
 
 }  // namespace
@@ -278,11 +289,16 @@ ExportResult export_run(const ExportRequest& request) {
       throw user_error(recipe.source, 0, cfg.bias ? "model.type_vocab_size" : "model.bias",
                        "a post-LayerNorm encoder exports as BertModel, which has biases and token types",
                        "train it with model.bias = true and model.type_vocab_size = 2");
-    result.layout = recipe.train.objective == "maxsim" ? "pylate" : cfg.post_norm ? "bert" : "megatron-bert";
-    const int32_t pad = tokenizer->special_ids().pad;
-    files["config.json"] = json_file(cfg.post_norm ? bert_config(cfg, pad) : megatron_bert_config(cfg, pad));
-    files["model.safetensors"] = safetensors_bytes(cfg.post_norm ? bert_tensors(params, cfg)
-                                                                 : megatron_bert_tensors(params, cfg));
+    const bool modernbert = is_modernbert_shaped(cfg);
+    result.layout = recipe.train.objective == "maxsim" ? "pylate" : modernbert ? "modernbert"
+                    : cfg.post_norm ? "bert" : "megatron-bert";
+    const auto ids = tokenizer->special_ids();
+    files["config.json"] = json_file(modernbert      ? modernbert_config(cfg, ids.pad, ids.cls, ids.sep)
+                                     : cfg.post_norm ? bert_config(cfg, ids.pad)
+                                                     : megatron_bert_config(cfg, ids.pad));
+    files["model.safetensors"] = safetensors_bytes(modernbert      ? modernbert_tensors(params, cfg)
+                                                   : cfg.post_norm ? bert_tensors(params, cfg)
+                                                                   : megatron_bert_tensors(params, cfg));
     if (result.layout == "pylate") add_pylate_files(recipe, cfg, params, *tokenizer, tokenizer_json, files);
     else add_sentence_transformers_files(recipe, cfg, tokenizer->lowercases(), files);
   }

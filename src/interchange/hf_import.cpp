@@ -23,7 +23,8 @@ namespace {
 using json = nlohmann::json;
 
 const char* const kSupported =
-    "BertModel, BertForMaskedLM, BertForPreTraining, MegatronBertModel, GPT2LMHeadModel, GPT2Model, LlamaForCausalLM";
+    "BertModel, BertForMaskedLM, BertForPreTraining, MegatronBertModel, GPT2LMHeadModel, GPT2Model, LlamaForCausalLM, "
+    "ModernBertModel, ModernBertForMaskedLM";
 
 std::string path_in(const std::string& dir, const std::string& name) { return (fs::path(dir) / name).string(); }
 
@@ -352,6 +353,85 @@ NamedTensors llama_weights(const HfTensors& hf, const TransformerConfig& cfg) {
   return out;
 }
 
+// --- ModernBERT (ModernBertModel, ModernBertForMaskedLM) -------------------------------------------------------
+
+// The rotary base of one layer type: transformers 5's rope_parameters.<type>.rope_theta, or 4.x's <old_key>.
+double modernbert_theta(const json& c, const std::string& path, const std::string& type, const std::string& old_key,
+                        double fallback) {
+  const json params = c.contains("rope_parameters") && c["rope_parameters"].is_object() ? c["rope_parameters"] : json();
+  if (params.contains(type) && params[type].is_object()) {
+    const std::string rope_type = string_key(params[type], "rope_type", "default");
+    require(rope_type == "default", path, "rope_parameters." + type + ".rope_type", rope_type, "default");
+    return float_key(params[type], "rope_theta", path, float_key(c, old_key, path, fallback));
+  }
+  return float_key(c, old_key, path, fallback);
+}
+
+// Local attention on every layer but each global_attn_every_n_layers-th; transformers 5 also writes the pattern out
+// as layer_types, which must then be that pattern.
+int64_t modernbert_global_every(const json& c, const std::string& path, int64_t n_layer) {
+  const int64_t every = int_key(c, "global_attn_every_n_layers", path, 3);
+  require(every > 0, path, "global_attn_every_n_layers", every, "a positive integer");
+  if (!c.contains("layer_types") || c["layer_types"].is_null()) return every;
+  json expected = json::array();
+  for (int64_t i = 0; i < n_layer; ++i) expected.push_back(i % every == 0 ? "full_attention" : "sliding_attention");
+  require(c["layer_types"] == expected, path, "layer_types", c["layer_types"],
+          fmt::format("full_attention on every {}th layer from layer 0, sliding_attention elsewhere ({})", every,
+                      expected.dump()));
+  return every;
+}
+
+TransformerConfig modernbert_config_of(const json& c, const std::string& path, bool mlm_head) {
+  if (c.contains("rope_scaling") && !c["rope_scaling"].is_null())
+    require(false, path, "rope_scaling", c["rope_scaling"], "null (rotary positions without scaling)");
+  const bool attention_bias = bool_key(c, "attention_bias", path, false);
+  require(bool_key(c, "mlp_bias", path, false) == attention_bias, path, "mlp_bias", !attention_bias,
+          "the same as attention_bias (spread has one bias switch for both)");
+  const std::string act = string_key(c, "hidden_activation", "gelu");
+  TransformerConfig cfg = shape_of(c, path);
+  cfg.gelu_tanh = tanh_gelu(act, path, "hidden_activation");
+  if (mlm_head)
+    require(string_key(c, "classifier_activation", "gelu") == act, path, "classifier_activation",
+            string_key(c, "classifier_activation", "gelu"), "the same as hidden_activation (" + act + ")");
+  cfg.layer_norm_eps = float_key(c, "norm_eps", path, 1e-5);
+  cfg.norm_bias = bool_key(c, "norm_bias", path, false);
+  cfg.bias = attention_bias;
+  cfg.attention_window = int_key(c, "local_attention", path, 128);
+  cfg.global_every = modernbert_global_every(c, path, cfg.n_layer);
+  cfg.rope_theta = modernbert_theta(c, path, "full_attention", "global_rope_theta", 160000.0);
+  cfg.local_rope_theta = modernbert_theta(c, path, "sliding_attention", "local_rope_theta", 10000.0);
+  require((cfg.n_embd / cfg.n_head) % 2 == 0, path, "num_attention_heads", cfg.n_head,
+          "a head size hidden_size / num_attention_heads that is even (rotary pairs)");
+  cfg.causal = false;
+  cfg.rope = true;
+  cfg.gated_mlp = true;
+  cfg.embedding_norm = true;
+  cfg.first_block_norm = false;
+  cfg.mlm_transform = mlm_head;
+  cfg.mlm_dense_bias = bool_key(c, "classifier_bias", path, false);
+  cfg.tie_embeddings = bool_key(c, "tie_word_embeddings", path, true);
+  return cfg;
+}
+
+NamedTensors modernbert_weights(const HfTensors& hf, const TransformerConfig& cfg, bool decoder_bias) {
+  NamedTensors out;
+  // A ModernBertModel saved from a ModernBertFor* keeps that model's "model." prefix.
+  const std::string prefix = !cfg.mlm_transform && hf.has_prefix("model.") ? "model." : "";
+  for (const auto& [spread_name, hf_name] : modernbert_layout(cfg)) {
+    if (hf_name == "decoder.bias" && !decoder_bias) {  // no bias: zeros do the same
+      put(out, spread_name, torch::zeros({cfg.vocab_size}));
+      continue;
+    }
+    put(out, spread_name, hf.get(prefix + hf_name));
+  }
+  if (cfg.mlm_transform && cfg.tie_embeddings)
+    if (const torch::Tensor* decoder = hf.find("decoder.weight"))
+      if (!decoder->sizes().equals(out["model.wte.weight"].sizes()) || !torch::equal(*decoder, out["model.wte.weight"]))
+        throw user_error(hf.source(), 0, "decoder.weight", "differs from the token embeddings but the config ties them",
+                         "set tie_word_embeddings = false in config.json if the model has an output matrix of its own");
+  return out;
+}
+
 // --- sentence-transformers -----------------------------------------------------------------------------------
 
 std::string spread_pooling(const json& p, const std::string& path) {
@@ -510,16 +590,18 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
   const bool bert = megatron || a == "BertModel" || a == "BertForMaskedLM" || a == "BertForPreTraining" || a == "bert";
   const bool gpt2 = a == "GPT2LMHeadModel" || a == "GPT2Model" || a == "gpt2";
   const bool llama = a == "LlamaForCausalLM" || a == "llama";
-  if (!bert && !gpt2 && !llama)
+  const bool modernbert = a == "ModernBertModel" || a == "ModernBertForMaskedLM" || a == "modernbert";
+  if (!bert && !gpt2 && !llama && !modernbert)
     throw user_error(config_path, 0, "architectures", "is " + (a.empty() ? std::string("missing") : a),
                      std::string("supported: ") + kSupported);
   // BertModel has no MLM head; the other two architectures keep one (BertForPreTraining's beside the NSP head).
   const bool mlm = bert && !megatron && a != "BertModel" && a != "bert";
-  folder.family = bert ? "bert" : gpt2 ? "gpt2" : "llama";
-  folder.config = megatron ? megatron_bert_config_of(c, config_path)
-                  : bert   ? bert_config(c, config_path, mlm)
-                  : gpt2   ? gpt2_config_of(c, config_path)
-                           : llama_config_of(c, config_path);
+  folder.family = bert ? "bert" : gpt2 ? "gpt2" : llama ? "llama" : "modernbert";
+  folder.config = megatron     ? megatron_bert_config_of(c, config_path)
+                  : bert       ? bert_config(c, config_path, mlm)
+                  : gpt2       ? gpt2_config_of(c, config_path)
+                  : modernbert ? modernbert_config_of(c, config_path, a == "ModernBertForMaskedLM")
+                               : llama_config_of(c, config_path);
   if (head.defined()) {
     if (head.size(1) != folder.config.n_embd)
       throw user_error(path_in(dir, "1_Dense/config.json"), 0, "in_features",
@@ -531,12 +613,15 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
     folder.weights = megatron ? megatron_bert_weights(HfTensors(std::move(raw), config_path), folder.config)
                      : bert   ? bert_weights(HfTensors(std::move(raw), config_path), folder.config)
                      : gpt2   ? spread_tensors_from_gpt2(raw, folder.config, config_path)
-                              : llama_weights(HfTensors(std::move(raw), config_path), folder.config);
+                     : modernbert
+                         ? modernbert_weights(HfTensors(std::move(raw), config_path), folder.config,
+                                              bool_key(c, "decoder_bias", config_path, true))
+                         : llama_weights(HfTensors(std::move(raw), config_path), folder.config);
     if (head.defined()) folder.weights["model.head.weight"] = head;
   }
-  if ((folder.sentence || folder.colbert) && folder.family != "bert")
+  if ((folder.sentence || folder.colbert) && folder.family != "bert" && folder.family != "modernbert")
     throw user_error(path_in(dir, "modules.json"), 0, "", "wraps a " + a + "; spread reads sentence-transformers "
-                     "folders around BERT-family encoders", std::string("supported: ") + kSupported);
+                     "folders around BERT-family and ModernBERT encoders", std::string("supported: ") + kSupported);
   return folder;
 }
 
@@ -564,6 +649,12 @@ Recipe recipe_of_model_folder(const HfModelFolder& folder) {
   r.model.mlp = !c.gated_mlp ? "gelu" : c.silu ? "swiglu" : "geglu";
   r.model.n_kv_head = c.n_kv_head;
   r.model.tie_embeddings = c.tie_embeddings;
+  r.model.attention_window = c.attention_window;
+  r.model.global_every = c.global_every;
+  r.model.local_rope_theta = c.local_rope_theta;
+  r.model.embedding_norm = c.embedding_norm;
+  r.model.first_block_norm = c.first_block_norm;
+  r.model.mlm_dense_bias = c.mlm_dense_bias;
   r.model.dropout = 0.0;
   r.tokenizer.kind = "hf";
   // The tokenizer files sit beside the weights, or at the top of a sentence-transformers folder.

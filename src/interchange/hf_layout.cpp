@@ -285,6 +285,83 @@ NamedTensors llama_tensors(const NamedTensors& params, const TransformerConfig& 
   return out;
 }
 
+std::vector<std::pair<std::string, std::string>> modernbert_layout(const TransformerConfig& cfg) {
+  const std::string p = cfg.mlm_transform ? "model." : "";
+  std::vector<std::pair<std::string, std::string>> out;
+  auto add = [&](const std::string& spread, const std::string& hf, bool bias) {
+    out.push_back({spread + ".weight", hf + ".weight"});
+    if (bias) out.push_back({spread + ".bias", hf + ".bias"});
+  };
+  out.push_back({"wte.weight", p + "embeddings.tok_embeddings.weight"});
+  add("emb_norm", p + "embeddings.norm", cfg.norm_bias);
+  for (int64_t i = 0; i < cfg.n_layer; ++i) {
+    const std::string s = fmt::format("blocks.{}.", i), h = fmt::format("{}layers.{}.", p, i);
+    if (i > 0) add(s + "ln1", h + "attn_norm", cfg.norm_bias);
+    add(s + "attn.qkv", h + "attn.Wqkv", cfg.bias);
+    add(s + "attn.proj", h + "attn.Wo", cfg.bias);
+    add(s + "ln2", h + "mlp_norm", cfg.norm_bias);
+    add(s + "mlp.fc", h + "mlp.Wi", cfg.bias);
+    add(s + "mlp.proj", h + "mlp.Wo", cfg.bias);
+  }
+  add("ln_f", p + "final_norm", cfg.norm_bias);
+  if (cfg.mlm_transform) {
+    add("mlm_dense", "head.dense", cfg.mlm_dense_bias);
+    add("mlm_norm", "head.norm", cfg.norm_bias);
+    out.push_back({"mlm_bias", "decoder.bias"});
+    if (!cfg.tie_embeddings) out.push_back({"lm_head.weight", "decoder.weight"});
+  }
+  return out;
+}
+
+bool is_modernbert_shaped(const TransformerConfig& cfg) {
+  return !cfg.causal && !cfg.post_norm && cfg.rope && !cfg.rms_norm && cfg.gated_mlp && !cfg.silu &&
+         cfg.embedding_norm && !cfg.first_block_norm && cfg.type_vocab_size == 0 && cfg.kv_heads() == cfg.n_head;
+}
+
+NamedTensors modernbert_tensors(const NamedTensors& params, const TransformerConfig& cfg) {
+  NamedTensors out;
+  for (const auto& [spread_name, hf_name] : modernbert_layout(cfg)) out[hf_name] = param(params, spread_name);
+  return out;
+}
+
+nlohmann::json modernbert_config(const TransformerConfig& cfg, int32_t pad_id, int32_t cls_id, int32_t sep_id) {
+  auto id = [](int32_t v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  const char* act = cfg.gelu_tanh ? "gelu_pytorch_tanh" : "gelu";
+  // Without a window every layer is global: one global layer in every 1.
+  const int64_t every = cfg.attention_window > 0 ? cfg.global_every : 1;
+  return {{"architectures", {cfg.mlm_transform ? "ModernBertForMaskedLM" : "ModernBertModel"}},
+          {"model_type", "modernbert"},
+          {"vocab_size", cfg.vocab_size},
+          {"hidden_size", cfg.n_embd},
+          {"intermediate_size", cfg.mlp_width()},
+          {"num_hidden_layers", cfg.n_layer},
+          {"num_attention_heads", cfg.n_head},
+          {"max_position_embeddings", cfg.block_size},
+          {"hidden_activation", act},
+          {"classifier_activation", act},
+          {"norm_eps", cfg.layer_norm_eps},
+          {"norm_bias", cfg.norm_bias},
+          {"attention_bias", cfg.bias},
+          {"mlp_bias", cfg.bias},
+          {"classifier_bias", cfg.mlm_dense_bias},
+          {"decoder_bias", true},
+          {"local_attention", cfg.attention_window > 0 ? cfg.attention_window : 128},
+          {"global_attn_every_n_layers", every},
+          {"global_rope_theta", cfg.rope_theta},
+          {"local_rope_theta", cfg.local_rope_theta > 0 ? cfg.local_rope_theta : cfg.rope_theta},
+          {"embedding_dropout", cfg.dropout},
+          {"attention_dropout", cfg.dropout},
+          {"mlp_dropout", cfg.dropout},
+          {"initializer_range", 0.02},
+          {"tie_word_embeddings", cfg.tie_embeddings},
+          {"pad_token_id", id(pad_id)},
+          {"cls_token_id", id(cls_id)},
+          {"sep_token_id", id(sep_id)},
+          {"bos_token_id", id(cls_id)},
+          {"eos_token_id", id(sep_id)},
+          {"torch_dtype", "float32"}};
+}
+
 nlohmann::json llama_config(const TransformerConfig& cfg, int32_t bos_id, int32_t eos_id) {
   auto id = [](int32_t v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
   return {{"architectures", {"LlamaForCausalLM"}},

@@ -90,30 +90,43 @@ SPREAD_VECTOR_CLONES void multiply_rows(float* x, int64_t ld, const float* by, i
   }
 }
 
-// A block of query rows of one head: `rows` rows starting at query `row0`, `cols` key columns, stored with row
-// stride `ld`. With `causal`, query row0 + i sees keys 0..row0 + i only: the rest of its row is set to 0 and never
-// read, so the kernel skips the fully masked part of the scores instead of relying on the mask's -inf there.
+// A block of query rows of one head: `rows` rows starting at query `row0`, against `cols` key columns starting at
+// key `col0`, stored with row stride `ld` (buffer column j is key col0 + j). With `causal`, query t sees keys up to t;
+// with a window w >= 0, keys s with |t - s| <= w (ModernBERT's local attention). The columns of a row outside what it
+// sees are set to 0 and never read, so the kernel skips the masked part of the scores instead of relying on a mask's
+// -inf there (and no T x T mask is needed for either).
 struct RowBlock {
-  int row0, rows, cols;
+  int row0, rows, col0, cols;
   int64_t ld;
   bool causal;
-  int visible(int i) const { return causal ? std::min(cols, row0 + i + 1) : cols; }
+  int window;  // < 0: none
+  int first(int i) const { return window < 0 ? 0 : std::max(0, row0 + i - window - col0); }
+  int end(int i) const {
+    int e = cols;
+    if (causal) e = std::min(e, row0 + i + 1 - col0);
+    if (window >= 0) e = std::min(e, row0 + i + window + 1 - col0);
+    return e;
+  }
 };
 
 // Scores (already scaled) plus mask to probabilities, in place, row by row; lse gets each row's log-sum-exp.
-// A row with nothing to attend to becomes NaN, as LibTorch's softmax makes it.
+// A row with nothing to attend to (a padding query outside every valid key's window) becomes 0 with lse = +inf, so
+// that backward recomputes zero probabilities for it, as FlashAttention and PyTorch's memory-efficient attention
+// do: softmax's NaN there would reach every valid row of the next layer through 0 * NaN in P v. mask: the block's
+// first mask row from column col0 on.
 SPREAD_VECTOR_CLONES void softmax_rows(float* s, const RowBlock& b, const float* mask, int64_t mask_ld, float* lse) {
   for (int i = 0; i < b.rows; ++i) {
-    float* row = s + i * b.ld;
-    const int n = b.visible(i);
-    std::fill(row + n, row + b.cols, 0.0f);
-    if (mask) add_row(row, mask + i * mask_ld, n);
+    const int f = b.first(i), n = b.end(i) - f;
+    std::fill(s + i * b.ld, s + i * b.ld + f, 0.0f);
+    std::fill(s + i * b.ld + f + n, s + i * b.ld + b.cols, 0.0f);
+    float* row = s + i * b.ld + f;
+    if (mask) add_row(row, mask + i * mask_ld + f, n);
     float top = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : top)
     for (int j = 0; j < n; ++j) top = std::max(top, row[j]);
     if (top == -std::numeric_limits<float>::infinity()) {
-      std::fill(row, row + n, std::numeric_limits<float>::quiet_NaN());
-      lse[i] = std::numeric_limits<float>::quiet_NaN();
+      std::fill(row, row + n, 0.0f);
+      lse[i] = std::numeric_limits<float>::infinity();
       continue;
     }
     float sum = 0;
@@ -133,12 +146,14 @@ SPREAD_VECTOR_CLONES void softmax_rows(float* s, const RowBlock& b, const float*
 SPREAD_VECTOR_CLONES void softmax_backward_rows(float* s, float* dp, const RowBlock& b, const float* mask,
                                                 int64_t mask_ld, const float* lse) {
   for (int i = 0; i < b.rows; ++i) {
-    float* p = s + i * b.ld;
-    float* d = dp + i * b.ld;
-    const int n = b.visible(i);
-    std::fill(p + n, p + b.cols, 0.0f);
-    std::fill(d + n, d + b.cols, 0.0f);
-    if (mask) add_row(p, mask + i * mask_ld, n);
+    const int f = b.first(i), n = b.end(i) - f;
+    for (float* row : {s + i * b.ld, dp + i * b.ld}) {
+      std::fill(row, row + f, 0.0f);
+      std::fill(row + f + n, row + b.cols, 0.0f);
+    }
+    float* p = s + i * b.ld + f;
+    float* d = dp + i * b.ld + f;
+    if (mask) add_row(p, mask + i * mask_ld + f, n);
     const float shift = lse[i];
     float dot = 0;
 #pragma omp simd reduction(+ : dot)
@@ -169,28 +184,32 @@ struct Geometry {
   }
   int64_t qkv_offset(int64_t bh) const { return (bh / H) * T * 3 * C + (bh % H) * D; }
   int64_t out_offset(int64_t bh) const { return (bh / H) * T * C + (bh % H) * D; }
-  // The mask rows of a row block (a one-row mask serves every query).
-  const float* mask_of(int64_t bh, int row0) const {
-    return mask ? mask + (bh / H) * mask_batch_stride + row0 * mask_ld : nullptr;
+  // The mask of a row block from its first row and column (a one-row mask serves every query).
+  const float* mask_of(int64_t bh, const RowBlock& b) const {
+    return mask ? mask + (bh / H) * mask_batch_stride + b.row0 * mask_ld + b.col0 : nullptr;
   }
-  // Query row blocks: one block of all T rows, or with `causal` blocks of kCausalRows rows whose columns stop at
-  // their last row, which skips about half of the score products for long blocks (5/8 of them at T = 256).
-  static constexpr int kCausalRows = 64;
-  std::vector<RowBlock> row_blocks(bool causal) const {
-    const int step = causal ? kCausalRows : T;
+  // Query row blocks: one block of all T rows and columns, or with `causal` or a window (>= 0) blocks of kBlockRows
+  // rows whose columns span only the keys some row of the block sees: causal skips about half of the score products
+  // for long blocks (5/8 of them at T = 256), a window of w all but about (64 + 2w) / T of them.
+  static constexpr int kBlockRows = 64;
+  std::vector<RowBlock> row_blocks(bool causal, int window) const {
+    const int step = causal || window >= 0 ? kBlockRows : T;
     std::vector<RowBlock> blocks;
     for (int row0 = 0; row0 < T; row0 += step) {
       const int rows = std::min(step, T - row0);
-      blocks.push_back({row0, rows, causal ? row0 + rows : T, T, causal});
+      const int col0 = window >= 0 ? std::max(0, row0 - window) : 0;
+      int col_end = causal ? row0 + rows : T;
+      if (window >= 0) col_end = std::min(col_end, row0 + rows + window);
+      blocks.push_back({row0, rows, col0, col_end - col0, T, causal, window});
     }
     return blocks;
   }
   // scores = q k^T * scale for the rows and columns of block b of head bh, into the T x T row-major buffer's
-  // rows b.row0 onward.
+  // rows b.row0 onward (buffer column j = key b.col0 + j).
   void scaled_scores(const float* qkv, int64_t bh, const RowBlock& b, float* scores) const {
     const float* q = qkv + qkv_offset(bh);
-    gemm(false, true, b.rows, b.cols, D, scale, q + int64_t(b.row0) * 3 * C, 3 * C, q + C, 3 * C, 0.0f,
-         scores + int64_t(b.row0) * T, T);
+    gemm(false, true, b.rows, b.cols, D, scale, q + int64_t(b.row0) * 3 * C, 3 * C, q + C + int64_t(b.col0) * 3 * C,
+         3 * C, 0.0f, scores + int64_t(b.row0) * T, T);
   }
 };
 
@@ -207,7 +226,8 @@ at::Tensor checked_mask(const at::Tensor& mask, const at::Tensor& qkv) {
 struct FusedAttention : torch::autograd::Function<FusedAttention> {
   // mask is an optional: LibTorch's custom functions take an undefined input only that way.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qkv, const c10::optional<at::Tensor>& mask,
-                            int64_t n_head, const c10::optional<at::Tensor>& dropout_noise, bool causal) {
+                            int64_t n_head, const c10::optional<at::Tensor>& dropout_noise, bool causal,
+                            int64_t window) {
     const at::Tensor m = mask.value_or(at::Tensor());
     const at::Tensor noise = dropout_noise.value_or(at::Tensor());
     const float* noise_all = noise.defined() ? noise.data_ptr<float>() : nullptr;
@@ -217,7 +237,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     const float* x = qkv.data_ptr<float>();
     float* out = y.data_ptr<float>();
     float* lse_all = lse.data_ptr<float>();
-    const auto blocks = g.row_blocks(causal);
+    const auto blocks = g.row_blocks(causal, int(window));
     at::parallel_for(0, g.heads, head_grain(g.heads), [&](int64_t begin, int64_t end) {
       std::vector<float> scores(size_t(g.T) * g.T);
       const int64_t T = g.T, C = g.C;
@@ -226,9 +246,10 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
         for (const auto& b : blocks) {
           float* s = scores.data() + b.row0 * T;
           g.scaled_scores(x, bh, b, scores.data());
-          softmax_rows(s, b, g.mask_of(bh, b.row0), g.mask_ld, lse_all + bh * T + b.row0);
-          if (noise_all) multiply_rows(s, T, noise_all + (bh * T + b.row0) * T, T, b.rows, b.cols);
-          gemm(false, false, b.rows, g.D, b.cols, 1.0f, s, T, v, 3 * C, 0.0f, out + g.out_offset(bh) + b.row0 * C, C);
+          softmax_rows(s, b, g.mask_of(bh, b), g.mask_ld, lse_all + bh * T + b.row0);
+          if (noise_all) multiply_rows(s, T, noise_all + (bh * T + b.row0) * T + b.col0, T, b.rows, b.cols);
+          gemm(false, false, b.rows, g.D, b.cols, 1.0f, s, T, v + b.col0 * 3 * C, 3 * C, 0.0f,
+               out + g.out_offset(bh) + b.row0 * C, C);
         }
       }
     });
@@ -238,6 +259,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     if (noise.defined()) ctx->saved_data["noise"] = noise;  // internal, like lse
     ctx->saved_data["n_head"] = n_head;
     ctx->saved_data["causal"] = causal;
+    ctx->saved_data["window"] = window;
     return y;
   }
 
@@ -256,9 +278,11 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     const float* dy_all = grad_y.data_ptr<float>();
     const float* lse_all = lse.data_ptr<float>();
     float* dx = grad_qkv.data_ptr<float>();
-    // Last block first: it spans every key column, so its dk and dv products (beta = 0) initialise the whole
-    // head and the shorter blocks before it add to their leading rows.
-    auto blocks = g.row_blocks(ctx->saved_data["causal"].toBool());
+    // Without a window, last block first: it spans every key column, so its dk and dv products (beta = 0)
+    // initialise the whole head and the shorter blocks before it add to their leading rows. Windowed blocks span
+    // overlapping column ranges: dk and dv start at zero and every block adds.
+    const int window = int(ctx->saved_data["window"].toInt());
+    auto blocks = g.row_blocks(ctx->saved_data["causal"].toBool(), window);
     std::reverse(blocks.begin(), blocks.end());
     at::parallel_for(0, g.heads, head_grain(g.heads), [&](int64_t begin, int64_t end) {
       const int64_t T = g.T, D = g.D, C = g.C, ld = 3 * C;
@@ -266,24 +290,30 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
       for (int64_t bh = begin; bh < end; ++bh) {
         const float *q = x + g.qkv_offset(bh), *k = q + C, *v = q + 2 * C, *dy_head = dy_all + g.out_offset(bh);
         float *dq = dx + g.qkv_offset(bh), *dk = dq + C, *dv = dq + 2 * C;
+        if (window >= 0)
+          for (int64_t t = 0; t < T; ++t) {
+            std::fill(dk + t * ld, dk + t * ld + D, 0.0f);
+            std::fill(dv + t * ld, dv + t * ld + D, 0.0f);
+          }
         for (const auto& b : blocks) {
           const float* dy = dy_head + b.row0 * C;
           float *p = probs.data() + b.row0 * T, *dp = dprobs.data() + b.row0 * T;
-          const float beta = b.cols == T ? 0.0f : 1.0f;
+          const float beta = b.cols == T && window < 0 ? 0.0f : 1.0f;
+          const int64_t key0 = int64_t(b.col0) * ld;  // the block's first key row in qkv and its gradient
           g.scaled_scores(x, bh, b, probs.data());
           // With dropout y = (P * noise) v: dL/d(P * noise) = dy v^T, dL/dP = that * noise, and dv uses P * noise.
-          const float* noise = noise_all ? noise_all + (bh * T + b.row0) * T : nullptr;
-          gemm(false, true, b.rows, b.cols, D, 1.0f, dy, C, v, ld, 0.0f, dp, T);
+          const float* noise = noise_all ? noise_all + (bh * T + b.row0) * T + b.col0 : nullptr;
+          gemm(false, true, b.rows, b.cols, D, 1.0f, dy, C, v + key0, ld, 0.0f, dp, T);
           if (noise) multiply_rows(dp, T, noise, T, b.rows, b.cols);
-          softmax_backward_rows(p, dp, b, g.mask_of(bh, b.row0), g.mask_ld, lse_all + bh * T + b.row0);
+          softmax_backward_rows(p, dp, b, g.mask_of(bh, b), g.mask_ld, lse_all + bh * T + b.row0);
           if (noise) multiply_rows(p, T, noise, T, b.rows, b.cols);
-          gemm(true, false, b.cols, D, b.rows, 1.0f, p, T, dy, C, beta, dv, ld);
-          gemm(false, false, b.rows, D, b.cols, g.scale, dp, T, k, ld, 0.0f, dq + b.row0 * ld, ld);
-          gemm(true, false, b.cols, D, b.rows, g.scale, dp, T, q + b.row0 * ld, ld, beta, dk, ld);
+          gemm(true, false, b.cols, D, b.rows, 1.0f, p, T, dy, C, beta, dv + key0, ld);
+          gemm(false, false, b.rows, D, b.cols, g.scale, dp, T, k + key0, ld, 0.0f, dq + b.row0 * ld, ld);
+          gemm(true, false, b.cols, D, b.rows, g.scale, dp, T, q + b.row0 * ld, ld, beta, dk + key0, ld);
         }
       }
     });
-    return {grad_qkv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {grad_qkv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -301,7 +331,7 @@ at::Tensor attention_dropout_noise(int64_t heads, int64_t T, double p, const at:
 }
 
 at::Tensor fused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_t n_head, double dropout,
-                           bool causal) {
+                           bool causal, int64_t window) {
   TORCH_CHECK(fused_attention_supported(qkv), "fused_attention: needs a CPU float32 qkv and a loaded BLAS");
   TORCH_CHECK(qkv.dim() == 3 && qkv.size(2) % (3 * n_head) == 0, "fused_attention: qkv must be [B, T, 3C] with C ",
               "divisible by n_head = ", n_head, ", got ", qkv.sizes());
@@ -311,7 +341,16 @@ at::Tensor fused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_
   const at::Tensor m = checked_mask(mask, qkv);
   const at::Tensor noise =
       dropout > 0 ? attention_dropout_noise(qkv.size(0) * n_head, qkv.size(1), dropout, qkv.options()) : at::Tensor();
-  return FusedAttention::apply(qkv.contiguous(), optional_input(m), n_head, optional_input(noise), causal);
+  TORCH_CHECK(window >= -1, "fused_attention: window must be >= 0, or -1 for none, got ", window);
+  const int64_t w = std::min<int64_t>(window, qkv.size(1));  // a window past the sequence sees all of it
+  return FusedAttention::apply(qkv.contiguous(), optional_input(m), n_head, optional_input(noise), causal, w);
+}
+
+at::Tensor window_mask(int64_t T, int64_t window, const at::TensorOptions& options) {
+  auto t = at::arange(T, options.dtype(at::kLong));
+  auto outside = (t.view({T, 1}) - t.view({1, T})).abs() > window;
+  return at::zeros({1, 1, T, T}, options).masked_fill(outside.view({1, 1, T, T}),
+                                                      -std::numeric_limits<float>::infinity());
 }
 
 at::Tensor unfused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_t n_head, double dropout,

@@ -64,8 +64,9 @@ torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight, 
   return bias.defined() ? y + bias : y;
 }
 
-SelfAttentionImpl::SelfAttentionImpl(const TransformerConfig& cfg)
-    : n_head_(cfg.n_head), n_kv_head_(cfg.kv_heads()), causal_(cfg.causal), recompute_(cfg.recompute),
+SelfAttentionImpl::SelfAttentionImpl(const TransformerConfig& cfg, int64_t layer)
+    : n_head_(cfg.n_head), n_kv_head_(cfg.kv_heads()), window_(cfg.is_local(layer) ? cfg.attention_window / 2 : -1),
+      causal_(cfg.causal), recompute_(cfg.recompute),
       rope_(cfg.rope), dropout_(cfg.dropout), matmul_dtype_(cfg.matmul_dtype) {
   const int64_t head_size = cfg.n_embd / cfg.n_head;
   qkv = register_module("qkv", make_linear(cfg.n_embd, (cfg.n_head + 2 * n_kv_head_) * head_size, cfg.bias));
@@ -77,8 +78,9 @@ SelfAttentionImpl::SelfAttentionImpl(const TransformerConfig& cfg)
   if (rope_) {
     // As transformers computes them: float32 inverse frequencies, an outer product with the positions, the
     // angles repeated for both halves.
-    auto powers = torch::pow(cfg.rope_theta, torch::arange(0, head_size, 2, torch::kLong).to(torch::kFloat) /
-                                                 double(head_size));
+    const double theta = cfg.is_local(layer) && cfg.local_rope_theta > 0 ? cfg.local_rope_theta : cfg.rope_theta;
+    auto powers = torch::pow(theta, torch::arange(0, head_size, 2, torch::kLong).to(torch::kFloat) /
+                                        double(head_size));
     auto inv_freq = torch::ones_like(powers) / powers;
     auto angles = torch::outer(torch::arange(cfg.block_size, torch::kLong).to(torch::kFloat), inv_freq);
     auto both = torch::cat({angles, angles}, -1).unsqueeze(1);  // [block, 1, D]
@@ -105,6 +107,17 @@ torch::Tensor SelfAttentionImpl::rotate_and_expand(const torch::Tensor& qkv_out)
   return at::cat({q.reshape({B, T, H * D}), k.reshape({B, T, H * D}), v.reshape({B, T, H * D})}, 2);
 }
 
+torch::Tensor SelfAttentionImpl::local_mask(const torch::Tensor& mask, int64_t T) const {
+  auto band = window_mask(T, window_, causal_bias_.options());
+  if (!mask.defined()) return band;
+  // A padding query far from every valid key would see nothing, and softmax's NaN in its row would reach the valid
+  // rows of the next layer (0 * NaN in P v): it sees itself instead (the fused kernel gives such rows 0). Valid
+  // queries see no padding either way.
+  auto m = (mask + band).clone();
+  m.diagonal(0, -2, -1).zero_();
+  return m;
+}
+
 torch::Tensor SelfAttentionImpl::attention_mask(const torch::Tensor& key_padding, int64_t T) const {
   torch::Tensor mask;
   if (causal_) mask = causal_bias_.narrow(0, 0, T).narrow(1, 0, T).unsqueeze(0).unsqueeze(0);
@@ -121,9 +134,13 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Te
   auto qkv_out = mixed_linear(x, qkv->weight, qkv->bias, matmul_dtype_);  // [B, T, 3C], float32
   if (rope_ || n_kv_head_ != n_head_) qkv_out = rotate_and_expand(qkv_out);
   const double attention_dropout = is_training() ? dropout_ : 0.0;
-  auto y = fused_attention_supported(qkv_out)
-               ? fused_attention(qkv_out, mask, n_head_, attention_dropout, causal_)
-               : unfused_attention(qkv_out, mask, n_head_, attention_dropout, recompute_);
+  torch::Tensor y;
+  if (fused_attention_supported(qkv_out)) {
+    y = fused_attention(qkv_out, mask, n_head_, attention_dropout, causal_, window_);
+  } else {
+    y = unfused_attention(qkv_out, window_ < 0 ? mask : local_mask(mask, x.size(1)), n_head_, attention_dropout,
+                          recompute_);
+  }
   return maybe_dropout(mixed_linear(y, proj->weight, add_proj_bias ? proj->bias : torch::Tensor(), matmul_dtype_),
                        dropout_, is_training());
 }
@@ -158,15 +175,15 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x, bool add_proj_bias) {
   return maybe_dropout(y, dropout_, is_training());
 }
 
-BlockImpl::BlockImpl(const TransformerConfig& cfg) : dropout_(cfg.dropout) {
-  ln1 = register_module("ln1", make_norm(cfg));
-  attn = register_module("attn", SelfAttention(cfg));
+BlockImpl::BlockImpl(const TransformerConfig& cfg, int64_t layer) : dropout_(cfg.dropout) {
+  if (layer > 0 || cfg.first_block_norm) ln1 = register_module("ln1", make_norm(cfg));
+  attn = register_module("attn", SelfAttention(cfg, layer));
   ln2 = register_module("ln2", make_norm(cfg));
   mlp = register_module("mlp", Mlp(cfg));
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
-  auto h = x + attn->forward(ln1->forward(x), mask);
+  auto h = x + attn->forward(ln1.is_empty() ? x : ln1->forward(x), mask);
   return h + mlp->forward(ln2->forward(h));
 }
 
@@ -190,20 +207,22 @@ TransformerImpl::TransformerImpl(const TransformerConfig& cfg) : cfg_(cfg) {
   TORCH_CHECK(cfg.n_head % cfg.kv_heads() == 0, "n_head ", cfg.n_head, " is not a multiple of n_kv_head ",
               cfg.kv_heads());
   TORCH_CHECK(!cfg.rope || (cfg.n_embd / cfg.n_head) % 2 == 0, "rope needs an even head size");
+  TORCH_CHECK(cfg.first_block_norm || !cfg.post_norm, "a post-norm block 0 needs its norm (first_block_norm)");
+  TORCH_CHECK(cfg.attention_window >= 0 && cfg.global_every >= 0, "attention_window and global_every must be >= 0");
   wte = register_module("wte", torch::nn::Embedding(cfg.vocab_size, cfg.n_embd));
   if (!cfg.rope) wpe = register_module("wpe", torch::nn::Embedding(cfg.block_size, cfg.n_embd));
   drop_ = register_module("drop", torch::nn::Dropout(cfg.dropout));
   blocks = register_module("blocks", torch::nn::ModuleList());
-  for (int64_t i = 0; i < cfg.n_layer; ++i) blocks->push_back(Block(cfg));
+  for (int64_t i = 0; i < cfg.n_layer; ++i) blocks->push_back(Block(cfg, i));
   if (!cfg.post_norm) ln_f = register_module("ln_f", make_norm(cfg));
   // Registered last, so the other parameters draw the same initial values with and without a head (and
   // without the options of imported models).
   if (cfg.head_dim > 0)
     head = register_module("head", torch::nn::Linear(torch::nn::LinearOptions(cfg.n_embd, cfg.head_dim).bias(false)));
   if (cfg.type_vocab_size > 0) wtt = register_module("wtt", torch::nn::Embedding(cfg.type_vocab_size, cfg.n_embd));
-  if (cfg.post_norm) emb_norm = register_module("emb_norm", make_norm(cfg));
+  if (cfg.post_norm || cfg.embedding_norm) emb_norm = register_module("emb_norm", make_norm(cfg));
   if (cfg.mlm_transform) {
-    mlm_dense = register_module("mlm_dense", make_linear(cfg.n_embd, cfg.n_embd, true));
+    mlm_dense = register_module("mlm_dense", make_linear(cfg.n_embd, cfg.n_embd, cfg.mlm_dense_bias));
     mlm_norm = register_module("mlm_norm", make_norm(cfg));
     mlm_bias = register_parameter("mlm_bias", torch::zeros({cfg.vocab_size}));
   }
@@ -260,7 +279,9 @@ TransformerOutput TransformerImpl::forward(const torch::Tensor& idx, bool want_h
   }
   // Each block's residual stream arrives with its LayerNorm already applied: the previous block computed the
   // norm in the same pass as its last residual add (residual_norm.h).
-  auto normed = n_blocks == 0 ? ln_f->forward(x) : block(0)->ln1->forward(x);
+  auto normed = n_blocks == 0                  ? ln_f->forward(x)
+                : block(0)->ln1.is_empty() ? x
+                                           : block(0)->ln1->forward(x);
   for (int64_t i = 0; i < n_blocks; ++i) {
     std::tie(x, normed) = block(i)->forward_fused(x, normed, mask, i + 1 < n_blocks ? block(i + 1)->ln1 : ln_f);
     if (want_hidden) out.hidden.push_back(x);

@@ -45,6 +45,12 @@ TransformerConfig model_config(const Recipe& recipe, int64_t vocab_size) {
   c.silu = recipe.model.mlp == "swiglu";
   c.n_kv_head = recipe.model.n_kv_head;
   c.tie_embeddings = recipe.model.tie_embeddings;
+  c.attention_window = recipe.model.attention_window;
+  c.global_every = recipe.model.global_every;
+  c.local_rope_theta = recipe.model.local_rope_theta;
+  c.embedding_norm = recipe.model.embedding_norm;
+  c.first_block_norm = recipe.model.first_block_norm;
+  c.mlm_dense_bias = recipe.model.mlm_dense_bias;
   return c;
 }
 

@@ -73,6 +73,13 @@ struct ModelConfig {
   std::string mlp = "gelu";           // gelu: proj(act(fc x)) | geglu: proj(gelu(gate x) * up x) | swiglu: with SiLU
   int64_t n_kv_head = 0;              // grouped-query attention: k/v heads, a divisor of n_head; 0 = n_head
   bool tie_embeddings = true;         // false: an output matrix of its own
+  // ModernBERT's local attention and norms.
+  int64_t attention_window = 0;       // > 0: local layers see keys within attention_window / 2 positions either way
+  int64_t global_every = 0;           // with a window: layer i is global when i % global_every == 0; 0 = none is
+  double local_rope_theta = 0;        // the local layers' rotary base; 0 = rope_theta
+  bool embedding_norm = false;        // a norm after the token embeddings (pre-norm models; post-norm ones have it)
+  bool first_block_norm = true;       // false: block 0 attends to the embedding norm's output directly
+  bool mlm_dense_bias = true;         // the MLM head's dense bias (mlm_transform)
 };
 
 struct TrainConfig {

@@ -10,6 +10,10 @@
 //   GPT-2        GPT2LMHeadModel, GPT2Model (Conv1D weights transposed, tied head)
 //   Llama        LlamaForCausalLM (RMSNorm, rotary positions without scaling, SwiGLU, grouped-query attention,
 //                tied or untied output matrix; no biases): SmolLM, TinyLlama and the like
+//   ModernBERT   ModernBertModel, ModernBertForMaskedLM (rotary positions with a global and a local base, local
+//                attention on all but every global_attn_every_n_layers-th layer, gated GELU MLP, bias-free
+//                LayerNorms, an embedding norm and none before layer 0's attention; the MLM head), also inside
+//                sentence-transformers and PyLate folders
 //   sentence-transformers  modules.json with Transformer (weights in the folder or its module path), Pooling
 //                (mean, cls, max, lasttoken, weightedmean; include_prompt), Normalize; sentence_bert_config.json's
 //                max_seq_length and do_lower_case; config_sentence_transformers.json's prompts and default_prompt_name
@@ -52,7 +56,7 @@ struct HfModelFolder {
   std::string dir;           // the folder given
   std::string model_dir;     // where config.json and the weights are: dir, or the Transformer module's path
   std::string architecture;  // config.json's architectures[0] (or model_type's model when it has none)
-  std::string family;        // "bert" | "gpt2" | "llama"
+  std::string family;        // "bert" | "gpt2" | "llama" | "modernbert"
   TransformerConfig config;
   NamedTensors weights;      // "model.<spread name>", for load_model_weights
   std::optional<SentenceTransformersModules> sentence;  // a sentence-transformers folder

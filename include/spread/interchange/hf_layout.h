@@ -63,4 +63,15 @@ NamedTensors llama_tensors(const NamedTensors& params, const TransformerConfig& 
 // config.json of LlamaForCausalLM; bos/eos < 0 are written as null.
 nlohmann::json llama_config(const TransformerConfig& cfg, int32_t bos_id, int32_t eos_id);
 
+// ModernBertModel / ModernBertForMaskedLM (transformers' modeling_modernbert.py) and spread's encoder with its
+// options (rope, gated GELU MLP, embedding norm, no norm before block 0, local attention): spread name -> the
+// model's own name (ModernBertModel's; "model." in front for the MaskedLM), one table both ways. Biases and norm
+// biases appear as the config has them; decoder.weight only when untied (it is the tied embedding otherwise).
+std::vector<std::pair<std::string, std::string>> modernbert_layout(const TransformerConfig& cfg);
+// True when the model is exactly what ModernBERT computes (export writes that layout for it).
+bool is_modernbert_shaped(const TransformerConfig& cfg);
+NamedTensors modernbert_tensors(const NamedTensors& params, const TransformerConfig& cfg);
+// config.json of ModernBertModel (ModernBertForMaskedLM with the MLM head); ids < 0 are written as null.
+nlohmann::json modernbert_config(const TransformerConfig& cfg, int32_t pad_id, int32_t cls_id, int32_t sep_id);
+
 }  // namespace spread

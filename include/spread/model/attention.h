@@ -19,15 +19,21 @@ bool fused_attention_supported(const at::Tensor& qkv);
 
 // qkv: [B, T, 3C] float32 on CPU; mask: the additive [1 | B, 1, 1 | T, T] mask (0 = attend, -inf = masked), as
 // SelfAttention::attention_mask builds it, or undefined; n_head = H. Returns y = [B, T, C]. A fully masked query
-// row gives NaN, as softmax does, and then its head's whole k and v gradients are NaN, as on the unfused path.
+// row gives 0 and passes no gradient (as FlashAttention does; the unfused softmax gives NaN there).
 // First-order gradients (for qkv only; the mask is a constant). dropout > 0 drops attention probabilities with
 // attention_dropout_noise's [B*H, T, T] noise, drawn from LibTorch's default generator exactly as at::dropout draws
 // it on the unfused path (so both paths, GradCache's replayed RNG state and resumed runs see the same masks); the
 // noise is kept for backward, as at::dropout keeps it.
 // causal = true restricts query t to keys 0..t as well (the causal mask may still be passed; it is then redundant)
 // and skips the score blocks above the diagonal: rows in blocks of 64, each block's columns stop at its last row.
+// window >= 0 restricts query t to keys s with |t - s| <= window (local attention, ModernBERT's local_attention / 2;
+// with causal, to t - window..t), in row blocks whose columns span only the keys they see: neither a T x T mask
+// nor the scores outside the band are computed. -1: no window.
 at::Tensor fused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_t n_head, double dropout = 0.0,
-                           bool causal = false);
+                           bool causal = false, int64_t window = -1);
+
+// The additive [1, 1, T, T] mask of a window (0 where |t - s| <= window, -inf elsewhere), for the unfused path.
+at::Tensor window_mask(int64_t T, int64_t window, const at::TensorOptions& options);
 
 // at::dropout's noise for probabilities of shape [heads, T, T]: bernoulli(1 - p) / (1 - p).
 at::Tensor attention_dropout_noise(int64_t heads, int64_t T, double p, const at::TensorOptions& options);

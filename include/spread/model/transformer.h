@@ -54,8 +54,21 @@ struct TransformerConfig {
   int64_t n_kv_head = 0;        // grouped-query attention: heads of k and v, each serving n_head / n_kv_head query
                                 // heads in order; 0 = n_head
   bool tie_embeddings = true;   // false: a separate output matrix lm_head [vocab, n_embd]
+  // ModernBERT: local attention on most layers, an embedding norm, no norm before block 0's attention.
+  int64_t attention_window = 0;  // > 0: the local layers' query t sees keys s with |t - s| <= attention_window / 2
+                                 // (ModernBERT's local_attention, the full width); 0: every layer attends globally
+  int64_t global_every = 0;      // with a window, layer i attends globally when i % global_every == 0 (ModernBERT:
+                                 // 3); 0: every layer is local
+  double local_rope_theta = 0;   // the rotary base of the local layers (ModernBERT: 10000); 0 = rope_theta
+  bool embedding_norm = false;   // a norm after the token embeddings of a pre-norm model (post-norm ones have one)
+  bool first_block_norm = true;  // false: block 0 has no norm before attention (ModernBERT: the embedding norm's
+                                 // output is its input)
+  bool mlm_dense_bias = true;    // the MLM transform's dense bias (ModernBERT's classifier_bias)
   int64_t mlp_width() const { return intermediate_size > 0 ? intermediate_size : 4 * n_embd; }
   int64_t kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
+  bool is_local(int64_t layer) const {
+    return attention_window > 0 && (global_every <= 0 || layer % global_every != 0);
+  }
 };
 
 // y = x W^T + b with the product in `dtype`: for kFloat at::linear; for kBFloat16, x and W rounded to bf16, the
@@ -71,7 +84,8 @@ torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight, 
 // no [B*H, T, T] tensor.
 class SelfAttentionImpl : public torch::nn::Module {
  public:
-  explicit SelfAttentionImpl(const TransformerConfig& cfg);
+  // layer: the block's index, which decides local or global attention and the rotary base (cfg.is_local).
+  explicit SelfAttentionImpl(const TransformerConfig& cfg, int64_t layer = 0);
   // x: [B, T, C]; mask: attention_mask(...) of this batch, or undefined when nothing is masked.
   // add_proj_bias = false leaves proj's bias out, for a caller that adds it itself (the block's residual add).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask = {}, bool add_proj_bias = true);
@@ -86,7 +100,10 @@ class SelfAttentionImpl : public torch::nn::Module {
   // [B, T, 3C] as the attention kernels take it from the projection's [B, T, (H + 2 K) D]: q and k rotated (RoPE),
   // k and v repeated to every query head of their group (grouped-query attention).
   torch::Tensor rotate_and_expand(const torch::Tensor& qkv_out) const;
+  // The unfused path's mask of a local layer: `mask` (attention_mask's, or undefined) within the window, [.., T, T].
+  torch::Tensor local_mask(const torch::Tensor& mask, int64_t T) const;
   int64_t n_head_, n_kv_head_;
+  int64_t window_;  // >= 0: local attention's half width; -1: global
   bool causal_, recompute_, rope_;
   double dropout_;
   at::ScalarType matmul_dtype_;
@@ -110,7 +127,7 @@ TORCH_MODULE(Mlp);
 
 class BlockImpl : public torch::nn::Module {
  public:
-  explicit BlockImpl(const TransformerConfig& cfg);
+  explicit BlockImpl(const TransformerConfig& cfg, int64_t layer = 0);
   // x + attn(ln1(x)) + mlp(ln2(...)), module by module; mask as SelfAttention's.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask = {});
   // The same block as the model runs it: x_normed = ln1(x) (computed by the previous block's last residual add),
@@ -120,7 +137,7 @@ class BlockImpl : public torch::nn::Module {
                                                         const torch::Tensor& mask, const Norm& next_norm);
   // A post-norm block (BERT): ln2(h + mlp(h)) for h = ln1(x + attn(x)), each add fused with its norm.
   torch::Tensor forward_post(const torch::Tensor& x, const torch::Tensor& mask);
-  Norm ln1{nullptr}, ln2{nullptr};
+  Norm ln1{nullptr}, ln2{nullptr};  // ln1: none in block 0 without cfg.first_block_norm
   SelfAttention attn{nullptr};
   Mlp mlp{nullptr};
 
@@ -166,7 +183,7 @@ class TransformerImpl : public torch::nn::Module {
   Norm ln_f{nullptr};   // pre-norm only
   torch::nn::Linear head{nullptr};  // registered only when head_dim > 0
   torch::nn::Embedding wtt{nullptr};    // type_vocab_size > 0 only
-  Norm emb_norm{nullptr};  // post_norm only
+  Norm emb_norm{nullptr};  // post_norm or embedding_norm only
   torch::nn::Linear mlm_dense{nullptr};    // mlm_transform only, with mlm_norm and mlm_bias
   Norm mlm_norm{nullptr};
   torch::Tensor mlm_bias;
