@@ -29,7 +29,8 @@ untied), intermediate 3*width, eps 1e-6; modernbert: --local-attention (128) --g
 (the global base) --local-rope-theta (10000) --bias (attention, MLP, norm and classifier biases; default none),
 intermediate 3*width/2, eps 1e-5; st: --max-seq-length (48) --pooling mean|cls|max|lasttoken|weightedmean --include-prompt
 1|0 --normalize --prompts ({"query": "query: ", "passage": "passage: "}) --lower-case; pylate: --dim (16)
---query-length (32) --document-length (48). The vocabulary is TOKDIR's (tokenizer.json or vocab.txt for BERT,
+--query-length (32) --document-length (48); st and pylate: --base bert|modernbert (the encoder they wrap, with
+the options of that kind). The vocabulary is TOKDIR's (tokenizer.json or vocab.txt for BERT,
 vocab.json + merges.txt for GPT-2), saved beside the weights. Weights: every parameter redrawn N(0, 0.2),
 LayerNorm weights 1 + N(0, 0.2), after construction, so that a wrong bias or LayerNorm shows in the outputs.
 st and pylate folders hold BERT's LayerNorms as LayerNorm.gamma / .beta (their base model went through
@@ -209,8 +210,8 @@ def make(a):
         save_hf(build_hf(kind, tok, a), out_dir, a)
         save_tokenizer(tok, out_dir)
     else:
-        with tempfile.TemporaryDirectory() as base:  # the BertModel folder both wrap, as a user's base model
-            save_hf(build_hf("bert", tok, a), base, a)
+        with tempfile.TemporaryDirectory() as base:  # the encoder folder both wrap, as a user's base model
+            save_hf(build_hf(a.base, tok, a), base, a)
             save_tokenizer(tok, base)
             (make_st if kind == "st" else make_pylate)(base, out_dir, a)
     print(f"{out_dir}: {kind} model: {' '.join(sorted(os.listdir(out_dir)))}")
@@ -390,6 +391,7 @@ def parser():
     m.add_argument("--rope-theta", type=float, default=10000.0)
     m.add_argument("--local-rope-theta", type=float, default=10000.0)
     m.add_argument("--act")
+    m.add_argument("--base", choices=("bert", "modernbert"), default="bert")
     m.add_argument("--dtype", choices=DTYPES, default="float32")
     m.add_argument("--pooling", choices=("mean", "cls", "max", "lasttoken", "weightedmean"), default="mean")
     for flag in ("prefix", "no-safetensors", "normalize", "prompts", "lower-case", "tie", "bias"):

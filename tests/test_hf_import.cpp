@@ -121,18 +121,25 @@ std::vector<std::string> reference_jobs(const fs::path& w, const std::string& be
        "--seed 12 --layers 2 --heads 2 --width 32 --pooling mean --prompts --include-prompt 0 --normalize");
   make("pylate", "pylate", bert, "--seed 13 --layers 2 --heads 2 --width 32 --dim 16 --query-length 12 "
        "--document-length 20");
+  // The same wrappers around ModernBERT encoders (as GTE-ModernColBERT and ModernBERT embedders are), with windows
+  // shorter than the texts.
+  make("st", "st_modernbert", bert, "--base modernbert --seed 20 --layers 4 --heads 2 --width 32 --local-attention 4 "
+       "--max-position 64 --pooling mean --normalize");
+  make("pylate", "pylate_modernbert", bert, "--base modernbert --seed 21 --layers 3 --heads 2 --width 32 "
+       "--local-attention 6 --global-every 2 --max-position 64 --dim 16 --query-length 12 --document-length 20");
   const std::string texts = (w / "texts.txt").string();
   for (const std::string m : {"bert", "bert_tanh", "bert_mlm", "bert_sharded_bf16", "megatron", "gpt2", "gpt2_exact",
                               "llama_gqa", "llama_tied", "modernbert", "modernbert_mlm"})
     jobs.push_back(fmt::format("hidden {} {} {}", (w / m).string(), texts, (w / (m + ".hidden.json")).string()));
   for (const std::string m : {"modernbert", "modernbert_mlm"})  // one padded batch
     jobs.push_back(fmt::format("hidden {} {} {} --batch", (w / m).string(), texts, (w / (m + ".batch.json")).string()));
-  for (const std::string m : {"st_mean_norm", "st_cls", "st_max", "st_last", "st_weighted", "st_lower"})
+  for (const std::string m : {"st_mean_norm", "st_cls", "st_max", "st_last", "st_weighted", "st_lower", "st_modernbert"})
     jobs.push_back(fmt::format("st-encode {} {} {}", (w / m).string(), texts, (w / (m + ".st.json")).string()));
   jobs.push_back(fmt::format("st-encode {} {} {} --prompt-name query", (w / "st_prompts").string(), texts,
                              (w / "st_prompts.st.json").string()));
-  jobs.push_back(fmt::format("pylate {} {} {} {}", (w / "pylate").string(), (w / "queries.txt").string(), texts,
-                             (w / "pylate.json").string()));
+  for (const std::string m : {"pylate", "pylate_modernbert"})
+    jobs.push_back(fmt::format("pylate {} {} {} {}", (w / m).string(), (w / "queries.txt").string(), texts,
+                               (w / (m + ".json")).string()));
   jobs.push_back(fmt::format("pylate-loss {} {} {} {} {}", (w / "pylate").string(), (w / "queries.txt").string(),
                              (w / "positives.txt").string(), (w / "negatives.txt").string(),
                              (w / "pylate.loss.json").string()));
@@ -429,7 +436,7 @@ TEST_F(HfImport, LlamaGreedyGenerationEqualsTransformersGenerate) {
 // max_seq_length, and a prompt left out of the pooling (include_prompt = false).
 TEST_F(HfImport, SentenceTransformersEncodeMatchesTheLibrary) {
   for (const std::string m :
-       {"st_mean_norm", "st_cls", "st_max", "st_last", "st_weighted", "st_prompts", "st_lower"}) {
+       {"st_mean_norm", "st_cls", "st_max", "st_last", "st_weighted", "st_prompts", "st_lower", "st_modernbert"}) {
     const json ref = read_json(dir(m + ".st.json"));
     const fs::path out = *work_ / (m + ".npy");
     const std::string prompt = ref.value("prompt_name", json()).is_string() ? " --prompt-name query" : "";
@@ -503,6 +510,9 @@ TEST_F(HfImport, PyLateColbertFolderMatchesTheLibrary) {
                                   SPREAD_TEST_DATA_DIR));
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("MaxSim"), std::string::npos) << r.output;
+  spread::LoadedRun modern = spread::load_run(dir("pylate_modernbert").string());
+  EXPECT_EQ(modern.model->config().attention_window, 6);
+  expect_colbert_matches(modern, read_json(dir("pylate_modernbert.json")));
   EXPECT_NE(r.output.find("nDCG@10"), std::string::npos) << r.output;
 }
 
