@@ -264,6 +264,8 @@ def hidden(a):
     texts = []
     lines = read_lines(a.texts_file)
     if a.batch:  # all texts in one batch, padded on the right; each text's valid rows are kept
+        if tok.pad_token is None:  # GPT-2's vocabulary has none; the padded ids are masked anyway
+            tok.pad_token = tok.eos_token
         batch = tok(lines, truncation=True, max_length=max_len, padding=True, return_tensors="pt")
         with torch.no_grad():
             batch_out = model(**batch, output_hidden_states=True)

@@ -131,7 +131,7 @@ std::vector<std::string> reference_jobs(const fs::path& w, const std::string& be
   for (const std::string m : {"bert", "bert_tanh", "bert_mlm", "bert_sharded_bf16", "megatron", "gpt2", "gpt2_exact",
                               "llama_gqa", "llama_tied", "modernbert", "modernbert_mlm"})
     jobs.push_back(fmt::format("hidden {} {} {}", (w / m).string(), texts, (w / (m + ".hidden.json")).string()));
-  for (const std::string m : {"modernbert", "modernbert_mlm"})  // one padded batch
+  for (const std::string m : {"modernbert", "modernbert_mlm", "llama_gqa"})  // one padded batch
     jobs.push_back(fmt::format("hidden {} {} {} --batch", (w / m).string(), texts, (w / (m + ".batch.json")).string()));
   for (const std::string m : {"st_mean_norm", "st_cls", "st_max", "st_last", "st_weighted", "st_lower", "st_modernbert"})
     jobs.push_back(fmt::format("st-encode {} {} {}", (w / m).string(), texts, (w / (m + ".st.json")).string()));
@@ -402,6 +402,7 @@ TEST_F(HfImport, LlamaHiddenStatesAndLogitsMatchTransformers) {
   EXPECT_TRUE(spread::read_hf_model_folder(dir("llama_tied").string(), false).config.tie_embeddings);
   expect_hidden_states_match(dir("llama_gqa"), dir("llama_gqa.hidden.json"));
   expect_hidden_states_match(dir("llama_tied"), dir("llama_tied.hidden.json"));
+  expect_batched_hidden_states_match(dir("llama_gqa"), dir("llama_gqa.batch.json"));
 }
 
 // ModernBertModel and ModernBertForMaskedLM: local attention (texts longer than the window), global layers, two

@@ -71,10 +71,6 @@ SelfAttentionImpl::SelfAttentionImpl(const TransformerConfig& cfg, int64_t layer
   const int64_t head_size = cfg.n_embd / cfg.n_head;
   qkv = register_module("qkv", make_linear(cfg.n_embd, (cfg.n_head + 2 * n_kv_head_) * head_size, cfg.bias));
   proj = register_module("proj", make_linear(cfg.n_embd, cfg.n_embd, cfg.bias));
-  auto ones = torch::ones({cfg.block_size, cfg.block_size});
-  auto bias = torch::zeros({cfg.block_size, cfg.block_size});
-  if (causal_) bias.masked_fill_(torch::triu(ones, 1).to(torch::kBool), -std::numeric_limits<float>::infinity());
-  causal_bias_ = register_buffer("causal_bias", bias);
   if (rope_) {
     // As transformers computes them: float32 inverse frequencies, an outer product with the positions, the
     // angles repeated for both halves.
@@ -108,7 +104,7 @@ torch::Tensor SelfAttentionImpl::rotate_and_expand(const torch::Tensor& qkv_out)
 }
 
 torch::Tensor SelfAttentionImpl::local_mask(const torch::Tensor& mask, int64_t T) const {
-  auto band = window_mask(T, window_, causal_bias_.options());
+  auto band = window_mask(T, window_, qkv->weight.options());
   if (!mask.defined()) return band;
   // A padding query far from every valid key would see nothing, and softmax's NaN in its row would reach the valid
   // rows of the next layer (0 * NaN in P v): it sees itself instead (the fused kernel gives such rows 0). Valid
@@ -119,11 +115,15 @@ torch::Tensor SelfAttentionImpl::local_mask(const torch::Tensor& mask, int64_t T
 }
 
 torch::Tensor SelfAttentionImpl::attention_mask(const torch::Tensor& key_padding, int64_t T) const {
+  // Built for this T, once per forward pass: a [block, block] table kept per layer would cost block^2 floats each,
+  // 256 MiB per layer at ModernBERT's and SmolLM's 8192 positions.
+  const auto options = qkv->weight.options();
   torch::Tensor mask;
-  if (causal_) mask = causal_bias_.narrow(0, 0, T).narrow(1, 0, T).unsqueeze(0).unsqueeze(0);
+  if (causal_)
+    mask = torch::full({T, T}, -std::numeric_limits<float>::infinity(), options).triu(1).view({1, 1, T, T});
   if (!key_padding.defined()) return mask;
   const int64_t B = key_padding.size(0);
-  auto pad = torch::zeros({B, 1, 1, T}, causal_bias_.options())
+  auto pad = torch::zeros({B, 1, 1, T}, options)
                  .masked_fill(key_padding.logical_not().view({B, 1, 1, T}), -std::numeric_limits<float>::infinity());
   return mask.defined() ? mask + pad : pad;
 }

@@ -4,8 +4,11 @@
 // (A B B A ...) in one process, so drift of a shared machine cancels; prints the median of per-pair ratios.
 // --against full-scores compares the fused kernel as the model runs it (causal row blocks that skip the masked
 // scores) with the same kernel computing every T x T score under the causal mask.
+// --window W >= 0 benchmarks bidirectional local attention instead (ModernBERT's local layers: keys within W either
+// way): the kernel's band row blocks against unfused (LibTorch operators under the band mask) or full-scores (the
+// kernel computing every score under the band mask, as a T x T mask costs).
 //   bench_attention [--batch 12] [--heads 4] [--tokens 64] [--head-dim 32] [--pairs 40] [--threads 0]
-//                   [--dropout 0] [--against unfused|full-scores]
+//                   [--dropout 0] [--against unfused|full-scores] [--window -1]
 // Defaults are shape A of scripts/bench_lm.sh; shape B is --batch 8 --heads 6 --tokens 256 --head-dim 64.
 #include <cxxopts.hpp>
 #include <torch/torch.h>
@@ -14,6 +17,7 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <string>
 
 #include "spread/model/attention.h"
 #include "spread/runtime/allocator.h"
@@ -45,7 +49,9 @@ int main(int argc, char** argv) {
       "dropout", "attention dropout on both paths", cxxopts::value<double>()->default_value("0"))(
       "against", "unfused (LibTorch operators) or full-scores (the fused kernel without causal row blocks)",
       cxxopts::value<std::string>()->default_value("unfused"))(
-      "threads", "0 = the trainer's default", cxxopts::value<int64_t>()->default_value("0"))("h,help", "help");
+      "threads", "0 = the trainer's default", cxxopts::value<int64_t>()->default_value("0"))(
+      "window", ">= 0: bidirectional local attention of this half width", cxxopts::value<int64_t>()->default_value("-1"))(
+      "h,help", "help");
   const auto args = options.parse(argc, argv);
   if (args.count("help")) {
     std::printf("%s\n", options.help().c_str());
@@ -58,7 +64,10 @@ int main(int argc, char** argv) {
   torch::manual_seed(0);
   auto qkv = torch::randn({B, T, 3 * H * D}).requires_grad_(true);
   auto grad_y = torch::randn({B, T, H * D});
-  auto mask = torch::full({T, T}, -std::numeric_limits<float>::infinity()).triu(1).view({1, 1, T, T});
+  const int64_t window = args["window"].as<int64_t>();
+  const bool causal = window < 0;
+  auto mask = causal ? torch::full({T, T}, -std::numeric_limits<float>::infinity()).triu(1).view({1, 1, T, T})
+                     : spread::window_mask(T, window, torch::kFloat);
   if (!spread::fused_attention_supported(qkv)) {
     std::fprintf(stderr, "bench_attention: no fused kernel here (no BLAS sgemm_ in the process)\n");
     return 2;
@@ -69,7 +78,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const AttentionFn fused = [&](const torch::Tensor& x) {
-    return spread::fused_attention(x, mask, H, dropout, /*causal=*/true);
+    return causal ? spread::fused_attention(x, mask, H, dropout, /*causal=*/true)
+                  : spread::fused_attention(x, {}, H, dropout, /*causal=*/false, window);
   };
   const AttentionFn unfused = [&](const torch::Tensor& x) {
     if (against == "full-scores") return spread::fused_attention(x, mask, H, dropout, /*causal=*/false);
@@ -80,9 +90,10 @@ int main(int argc, char** argv) {
       pairs, [&] { return forward_backward_ms(fused, qkv, grad_y); },
       [&] { return forward_backward_ms(unfused, qkv, grad_y); });
   const double f = t.median_a(), u = t.median_b(), speedup = t.median_ratio();
-  std::printf("attention B=%lld H=%lld T=%lld D=%lld dropout %.2f, threads %d intra-op / %d BLAS, %lld pairs: forward+backward "
+  const std::string kind = causal ? "causal" : "window " + std::to_string(window);
+  std::printf("%s attention B=%lld H=%lld T=%lld D=%lld dropout %.2f, threads %d intra-op / %d BLAS, %lld pairs: forward+backward "
               "median fused %.3f ms, %s %.3f ms, %s/fused %.2fx (median of per-pair ratios)\n",
-              static_cast<long long>(B), static_cast<long long>(H), static_cast<long long>(T),
+              kind.c_str(), static_cast<long long>(B), static_cast<long long>(H), static_cast<long long>(T),
               static_cast<long long>(D), dropout, threads.intra_op, threads.blas, static_cast<long long>(pairs), f,
               against.c_str(), u, against.c_str(), speedup);
   std::printf("{\"fused_ms\": %.4f, \"unfused_ms\": %.4f, \"speedup\": %.4f, \"pairs\": %lld}\n", f, u, speedup,

@@ -107,7 +107,6 @@ class SelfAttentionImpl : public torch::nn::Module {
   bool causal_, recompute_, rope_;
   double dropout_;
   at::ScalarType matmul_dtype_;
-  torch::Tensor causal_bias_;  // [block, block]: 0 on and below the diagonal, -inf above
   torch::Tensor rope_cos_, rope_sin_;  // [block, 1, D] when rope
 };
 TORCH_MODULE(SelfAttention);
