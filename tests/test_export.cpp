@@ -680,14 +680,16 @@ std::string pairs_file(const fs::path& dir) {
   return path.string();
 }
 
-}  // namespace
-
-TEST(ExportCli, MaxSimExportIsAPyLateFolderMatchingTheReferenceTokenVectorsAndScore) {
-  auto dir = fresh_temp_dir("export_maxsim");
-  const auto run = train_run(dir, "colbert", {"train.objective=maxsim", "model.causal=false", "data.source=pairs",
-                                              "data.path=" + pairs_file(dir), "model.block_size=32",
-                                              "model.head_dim=8", "loss.maxsim.query_length=12",
-                                              "loss.maxsim.document_length=32", "loss.maxsim.skiplist=true"});
+// A maxsim run with `block` options, exported: PyLate's layout key by key, its tokenizer, and pylate.models.ColBERT's
+// token vectors and MaxSim scores against spread's; config.json's model_type is `model_type`.
+void expect_maxsim_export_matches_pylate(const fs::path& dir, const std::vector<std::string>& block,
+                                         const std::string& model_type) {
+  std::vector<std::string> options = {"train.objective=maxsim", "model.causal=false", "data.source=pairs",
+                                      "data.path=" + pairs_file(dir), "model.block_size=32", "model.head_dim=8",
+                                      "loss.maxsim.query_length=12", "loss.maxsim.document_length=32",
+                                      "loss.maxsim.skiplist=true"};
+  options.insert(options.end(), block.begin(), block.end());
+  const auto run = train_run(dir, "colbert", options);
   randomize_latest_checkpoint(run);
   const auto out = dir / "pylate", again = dir / "pylate2";
   auto r = run_spread("export --run " + run + " --out " + out.string());
@@ -719,7 +721,7 @@ TEST(ExportCli, MaxSimExportIsAPyLateFolderMatchingTheReferenceTokenVectorsAndSc
   EXPECT_EQ(st["document_length"], 32);
   EXPECT_EQ(st["do_query_expansion"], true);
   EXPECT_EQ(st["attend_to_expansion_tokens"], false);
-  EXPECT_EQ(json("config.json")["model_type"], "megatron-bert");
+  EXPECT_EQ(json("config.json")["model_type"], model_type);
   EXPECT_EQ(json("spread_export.json")["layout"], "pylate");
   // linear.weight is the checkpoint's head as it was saved, [out, in].
   const auto ckpt = spread::checkpoint_to_use(run, [](const std::string&) {});
@@ -808,5 +810,26 @@ TEST(ExportCli, MaxSimExportIsAPyLateFolderMatchingTheReferenceTokenVectorsAndSc
     for (const auto& [query, document] : question_pairs()) lines.insert(lines.end(), {query, document});
     EXPECT_EQ(run_tokenizer_check(python, out, tokenizer, lines, dir, /*framed=*/true), 0);
   }
+}
+
+}  // namespace
+
+TEST(ExportCli, MaxSimExportIsAPyLateFolderMatchingTheReferenceTokenVectorsAndScore) {
+  auto dir = fresh_temp_dir("export_maxsim");
+  expect_maxsim_export_matches_pylate(dir, {}, "megatron-bert");
+  fs::remove_all(dir);
+}
+
+// The same with ModernBERT's block (local attention of width 4 shorter than the texts, a global layer every 3, two
+// rotary bases, GeGLU, bias-free norms): the encoder goes out as ModernBertModel, and PyLate's ColBERT around it
+// gives spread's token vectors and MaxSim scores.
+TEST(ExportCli, ModernBertMaxSimExportIsAPyLateFolderMatchingTheReference) {
+  auto dir = fresh_temp_dir("export_maxsim_modernbert");
+  expect_maxsim_export_matches_pylate(dir, {"model.n_layer=4", "model.positions=rope", "model.rope_theta=1000.0",
+                                            "model.local_rope_theta=100.0", "model.attention_window=4",
+                                            "model.global_every=3", "model.mlp=geglu", "model.intermediate_size=24",
+                                            "model.bias=false", "model.norm_bias=false", "model.embedding_norm=true",
+                                            "model.first_block_norm=false"},
+                                      "modernbert");
   fs::remove_all(dir);
 }
