@@ -172,7 +172,17 @@ TEST(MemoryEstimate, ParameterCountIsTheModels) {
        {std::vector<std::string>{"model.n_layer=3", "model.n_embd=48", "model.block_size=40"},
         {"model.bias=false", "model.n_embd=32"},
         {"train.objective=maxsim", "data.source=pairs", "data.path=x.tsv", "model.causal=false", "model.head_dim=24",
-         "loss.maxsim.document_length=64"}}) {
+         "loss.maxsim.document_length=64"},
+        // Llama's block: rotary positions, RMSNorm, SwiGLU, grouped-query attention, an untied output
+        {"model.positions=rope", "model.norm=rmsnorm", "model.mlp=swiglu", "model.n_kv_head=2", "model.bias=false",
+         "model.tie_embeddings=false", "model.intermediate_size=40"},
+        // ModernBERT's: an embedding norm, none before block 0, bias-free norms, GeGLU, the MLM head
+        {"model.causal=false", "train.objective=mlm", "model.positions=rope", "model.mlp=geglu",
+         "model.norm_bias=false", "model.bias=false", "model.embedding_norm=true", "model.first_block_norm=false",
+         "model.mlm_transform=true", "model.mlm_dense_bias=false", "model.attention_window=8"},
+        // BERT's: post-norm with token types and the MLM head
+        {"model.causal=false", "train.objective=mlm", "model.norm_position=post", "model.type_vocab_size=2",
+         "model.mlm_transform=true"}}) {
     const spread::Recipe r = spread::parse_recipe("", "r.toml", sets);
     spread::Transformer model(spread::model_config(r, 101));
     int64_t numel = 0;  // every tensor the optimizer holds (num_parameters() leaves the positions out, as nanoGPT)

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "spread/run/setup.h"
 #include "spread/runtime/devices.h"
 #include "spread/runtime/memory.h"
 #include "spread/util/error.h"
@@ -26,14 +27,22 @@ constexpr double kRuntimeBytes = 400 * kMiB;
 constexpr double kCudaLibrariesBytes = 300 * kMiB;
 constexpr int64_t kEncoderReservedIds = 6;  // [PAD] [CLS] [SEP] [MASK] [Q] [D]
 
-int64_t parameter_count(const Recipe& r, int64_t vocab) {
-  const auto& m = r.model;
-  const int64_t C = m.n_embd;
-  const int64_t I = m.intermediate_size > 0 ? m.intermediate_size : 4 * C;
-  // 2 LayerNorms, qkv, proj, fc, proj
-  const int64_t per_layer = 4 * C * C + 2 * C * I + 4 * C + (m.bias ? 5 * C + I : 0);
-  const int64_t head = r.train.objective == "maxsim" ? C * m.head_dim : 0;
-  return vocab * C + m.block_size * C + m.n_layer * per_layer + 2 * C + head;
+// Every tensor the model registers for this config (model/transformer.h), counted without building it.
+int64_t parameter_count(const TransformerConfig& c) {
+  const int64_t C = c.n_embd, I = c.mlp_width(), qkv_rows = (c.n_head + 2 * c.kv_heads()) * (C / c.n_head);
+  const int64_t norm = C + (c.norm_bias && !c.rms_norm ? C : 0);
+  const int64_t fc_rows = (c.gated_mlp ? 2 : 1) * I;
+  const int64_t linears = C * qkv_rows + C * C + C * fc_rows + I * C + (c.bias ? qkv_rows + C + fc_rows + C : 0);
+  int64_t n = c.vocab_size * C + c.n_layer * (linears + 2 * norm);
+  if (!c.first_block_norm && c.n_layer > 0) n -= norm;  // block 0 has no norm before attention
+  if (!c.rope) n += c.block_size * C;
+  if (!c.post_norm) n += norm;  // ln_f
+  if (c.post_norm || c.embedding_norm) n += norm;
+  if (c.type_vocab_size > 0) n += c.type_vocab_size * C;
+  if (c.head_dim > 0) n += C * c.head_dim;
+  if (c.mlm_transform) n += C * C + (c.mlm_dense_bias ? C : 0) + norm + c.vocab_size;
+  if (!c.tie_embeddings) n += c.vocab_size * C;
+  return n;
 }
 
 // The negative* columns of a pair file's header (TSV, CSV) or of its first JSONL object's keys, as data/pairs.h
@@ -159,7 +168,7 @@ int64_t estimated_vocab_size(const Recipe& recipe) {
 
 MemoryEstimate estimate_training_memory(const Recipe& recipe, int64_t vocab_size, int64_t world) {
   MemoryEstimate e;
-  e.parameters = parameter_count(recipe, vocab_size);
+  e.parameters = parameter_count(model_config(recipe, vocab_size));
   const double P = double(e.parameters);
   e.runtime = kRuntimeBytes + (device_report().cuda_build ? kCudaLibrariesBytes : 0.0);
   e.data = data_bytes(recipe);
