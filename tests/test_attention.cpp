@@ -161,25 +161,32 @@ TEST_F(FusedAttention, WindowRowBlocksMatchTheFormula) {
   expect_matches_reference({}, 1.0, T, 2, 8, true, band_mask(T, 20, /*causal=*/true), 20);
 }
 
-TEST_F(FusedAttention, WindowWithDropoutMatchesTheFormula) {
-  const int64_t T = 130, H = 2, D = 8, C = H * D, w = 17;
+// Attention dropout at p = 0.25 (T = 130, 2 heads of 8): the kernel with `causal` and `window` against the formula
+// with `reference_mask` and the [B*H, T, T] noise the kernel draws, as at::dropout does, from the same seed.
+void expect_dropout_matches_reference(bool causal, int64_t window, const torch::Tensor& reference_mask) {
+  const int64_t T = 130, H = 2, D = 8, C = H * D;
   const double p = 0.25;
   torch::manual_seed(8);
   auto qkv = torch::randn({kB, T, 3 * C});
   auto weights = torch::randn({kB, T, C});
+  const auto kernel_mask = causal ? causal_mask(T) : torch::Tensor();
   torch::manual_seed(13);
   auto fused = differentiate(qkv, weights, [&](const torch::Tensor& x) {
-    return spread::fused_attention(x, {}, H, p, /*causal=*/false, w);
+    return spread::fused_attention(x, kernel_mask, H, p, causal, window);
   });
   torch::manual_seed(13);
   auto noise = torch::empty({kB * H, T, T}).bernoulli_(1 - p).div_(1 - p).to(torch::kDouble);
   auto ref = differentiate(qkv.to(torch::kDouble), weights.to(torch::kDouble), [&](const torch::Tensor& x) {
-    return reference_attention(x, band_mask(T, w).to(torch::kDouble), H, noise);
+    return reference_attention(x, reference_mask.to(torch::kDouble), H, noise);
   });
   EXPECT_TRUE(torch::allclose(fused.y.to(torch::kDouble), ref.y, 2e-5, 2e-5))
       << (fused.y.to(torch::kDouble) - ref.y).abs().max().item<double>();
   EXPECT_TRUE(torch::allclose(fused.grad.to(torch::kDouble), ref.grad, 2e-5, 2e-5))
       << (fused.grad.to(torch::kDouble) - ref.grad).abs().max().item<double>();
+}
+
+TEST_F(FusedAttention, WindowWithDropoutMatchesTheFormula) {
+  expect_dropout_matches_reference(/*causal=*/false, 17, band_mask(130, 17));
 }
 
 // The unfused path's window mask against the entry-by-entry band.
@@ -189,24 +196,7 @@ TEST(WindowMask, IsTheBand) {
 }
 
 TEST_F(FusedAttention, CausalRowBlocksWithDropoutMatchTheFormula) {
-  const int64_t T = 130, H = 2, D = 8, C = H * D;
-  const double p = 0.25;
-  torch::manual_seed(8);
-  auto qkv = torch::randn({kB, T, 3 * C});
-  auto weights = torch::randn({kB, T, C});
-  torch::manual_seed(13);
-  auto fused = differentiate(qkv, weights, [&](const torch::Tensor& x) {
-    return spread::fused_attention(x, causal_mask(T), H, p, /*causal=*/true);
-  });
-  torch::manual_seed(13);  // the kernel draws the full [B*H, T, T] noise, as at::dropout does
-  auto noise = torch::empty({kB * H, T, T}).bernoulli_(1 - p).div_(1 - p).to(torch::kDouble);
-  auto ref = differentiate(qkv.to(torch::kDouble), weights.to(torch::kDouble), [&](const torch::Tensor& x) {
-    return reference_attention(x, causal_mask(T).to(torch::kDouble), H, noise);
-  });
-  EXPECT_TRUE(torch::allclose(fused.y.to(torch::kDouble), ref.y, 2e-5, 2e-5))
-      << (fused.y.to(torch::kDouble) - ref.y).abs().max().item<double>();
-  EXPECT_TRUE(torch::allclose(fused.grad.to(torch::kDouble), ref.grad, 2e-5, 2e-5))
-      << (fused.grad.to(torch::kDouble) - ref.grad).abs().max().item<double>();
+  expect_dropout_matches_reference(/*causal=*/true, -1, causal_mask(130));
 }
 
 TEST_F(FusedAttention, ScoresFarApartMatchTheFormula) {

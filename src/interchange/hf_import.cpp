@@ -206,6 +206,14 @@ TransformerConfig bert_config(const json& c, const std::string& path, bool mlm_h
 
 void put(NamedTensors& out, const std::string& spread_name, const torch::Tensor& t) { out["model." + spread_name] = t; }
 
+// A tied output matrix saved anyway (`name`, when the file has it) must be the embedding it is tied to.
+void require_tied(const HfTensors& hf, const std::string& name, const torch::Tensor& embedding,
+                  const std::string& problem, const std::string& fix) {
+  const torch::Tensor* decoder = hf.find(name);
+  if (decoder && (!decoder->sizes().equals(embedding.sizes()) || !torch::equal(*decoder, embedding)))
+    throw user_error(hf.source(), 0, name, problem, fix);
+}
+
 void put_linear(NamedTensors& out, const HfTensors& hf, const std::string& from, const std::string& to) {
   put(out, to + ".weight", hf.get(from + ".weight"));
   put(out, to + ".bias", hf.get(from + ".bias"));
@@ -249,10 +257,8 @@ NamedTensors bert_weights(const HfTensors& hf, const TransformerConfig& cfg) {
     put_linear(out, hf, "cls.predictions.transform.LayerNorm", "mlm_norm");
     const torch::Tensor* bias = hf.find("cls.predictions.bias");
     put(out, "mlm_bias", bias ? *bias : hf.get("cls.predictions.decoder.bias"));
-    if (const torch::Tensor* decoder = hf.find("cls.predictions.decoder.weight"))
-      if (!decoder->sizes().equals(out["model.wte.weight"].sizes()) || !torch::equal(*decoder, out["model.wte.weight"]))
-        throw user_error(hf.source(), 0, "cls.predictions.decoder.weight", "differs from the word embeddings",
-                         "spread ties the MLM decoder to the input embedding: only tied models load");
+    require_tied(hf, "cls.predictions.decoder.weight", out["model.wte.weight"], "differs from the word embeddings",
+                 "spread ties the MLM decoder to the input embedding: only tied models load");
   }
   return out;
 }
@@ -425,10 +431,9 @@ NamedTensors modernbert_weights(const HfTensors& hf, const TransformerConfig& cf
     put(out, spread_name, hf.get(prefix + hf_name));
   }
   if (cfg.mlm_transform && cfg.tie_embeddings)
-    if (const torch::Tensor* decoder = hf.find("decoder.weight"))
-      if (!decoder->sizes().equals(out["model.wte.weight"].sizes()) || !torch::equal(*decoder, out["model.wte.weight"]))
-        throw user_error(hf.source(), 0, "decoder.weight", "differs from the token embeddings but the config ties them",
-                         "set tie_word_embeddings = false in config.json if the model has an output matrix of its own");
+    require_tied(hf, "decoder.weight", out["model.wte.weight"],
+                 "differs from the token embeddings but the config ties them",
+                 "set tie_word_embeddings = false in config.json if the model has an output matrix of its own");
   return out;
 }
 
