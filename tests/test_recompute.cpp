@@ -134,32 +134,90 @@ TEST(Recompute, GeluLinearWithTheInputBiasMatchesTheFormula) {
   }
 }
 
-// A whole model: recompute on and off give the same loss and the same gradients, causal with padding and
-// bidirectional with padding.
+// The gated MLPs' node (SwiGLU, GeGLU): values and the gradients of h, weight and bias against the formula written
+// out in float64 (SiLU a / (1 + e^-a), GELU a Phi(a) with erf), in float32 through spread's loops (150 rows: several
+// chunks; 37 columns a half: vector remainders; inputs out to |a| = 20, where the activations saturate) and in
+// float64 through LibTorch's operators.
+TEST(Recompute, GatedLinearMatchesTheFormula) {
+  torch::manual_seed(10);
+  for (auto dtype : {torch::kFloat, torch::kDouble})
+    for (bool silu : {true, false})
+      for (bool with_bias : {true, false}) {
+        auto h0 = torch::cat({torch::randn({3, 49, 74}) * 2, torch::linspace(-20, 20, 74).view({1, 1, 74}) *
+                                                                  torch::ones({3, 1, 74})}, 1);
+        auto h = h0.to(dtype).requires_grad_(true);
+        auto w = torch::randn({11, 37}).to(dtype).requires_grad_(true);
+        auto b = with_bias ? torch::randn({11}).to(dtype).requires_grad_(true) : torch::Tensor();
+        auto weights = torch::randn({3, 50, 11}).to(dtype);
+        std::vector<torch::Tensor> inputs = {h, w};
+        if (with_bias) inputs.push_back(b);
+        auto y = spread::gated_linear(h, w, b, silu, dtype);
+        auto grads = torch::autograd::grad({(y * weights).sum()}, inputs);
+        std::vector<torch::Tensor> ref;
+        for (const auto& t : inputs) ref.push_back(t.detach().to(torch::kDouble).requires_grad_(true));
+        auto a = ref[0].narrow(-1, 0, 37), up = ref[0].narrow(-1, 37, 37);
+        auto act = silu ? a / (1 + torch::exp(-a)) : a * 0.5 * (1 + torch::erf(a / std::sqrt(2.0)));
+        auto y_ref = torch::matmul(act * up, ref[1].t());
+        if (with_bias) y_ref = y_ref + ref[2];
+        auto grads_ref = torch::autograd::grad({(y_ref * weights.to(torch::kDouble)).sum()}, ref);
+        const double tol = dtype == torch::kFloat ? 2e-4 : 1e-12;
+        const std::string what = std::string(silu ? "SwiGLU" : "GeGLU") + (with_bias ? " with bias" : "");
+        EXPECT_TRUE(torch::allclose(y.to(torch::kDouble), y_ref, tol, tol))
+            << what << ": " << (y.to(torch::kDouble) - y_ref).abs().max().item<double>();
+        for (size_t i = 0; i < grads.size(); ++i)
+          EXPECT_TRUE(torch::allclose(grads[i].to(torch::kDouble), grads_ref[i], tol, tol))
+              << what << ", input " << i << ": " << (grads[i].to(torch::kDouble) - grads_ref[i]).abs().max().item<double>();
+      }
+}
+
+// A whole model trained one step with recompute on and off: the same loss and gradients.
+void expect_recompute_changes_nothing(spread::TransformerConfig c, torch::Dtype dtype, double tol) {
+  c.vocab_size = 13, c.n_layer = 2, c.n_embd = 8, c.block_size = 6;
+  auto idx = torch::randint(0, 13, {2, 6}, torch::kLong);
+  auto valid = torch::ones({2, 6}, torch::kBool);
+  valid.index_put_({1, torch::indexing::Slice(4, 6)}, false);
+  std::vector<std::vector<torch::Tensor>> grads;
+  std::vector<double> losses;
+  for (bool recompute : {true, false}) {
+    c.recompute = recompute;
+    torch::manual_seed(3);
+    spread::Transformer model(c);
+    model->to(dtype);
+    auto out = model->forward(idx, false, true, valid);
+    auto loss = (out.logits * valid.unsqueeze(-1)).pow(2).mean();
+    loss.backward();
+    losses.push_back(loss.item<double>());
+    std::vector<torch::Tensor> g;
+    for (auto& p : model->parameters()) g.push_back(p.grad().clone());
+    grads.push_back(g);
+  }
+  EXPECT_NEAR(losses[0], losses[1], tol * std::abs(losses[0]));
+  for (size_t i = 0; i < grads[0].size(); ++i)
+    EXPECT_TRUE(torch::allclose(grads[0][i], grads[1][i], tol, tol))
+        << "parameter " << i << ": " << (grads[0][i] - grads[1][i]).abs().max().item<double>();
+}
+
+// Causal with padding and bidirectional with padding, in float64.
 TEST(Recompute, ModelGradientsAreTheSameWithAndWithoutRecompute) {
   for (bool causal : {true, false}) {
     spread::TransformerConfig c;
-    c.vocab_size = 13, c.n_layer = 2, c.n_head = 2, c.n_embd = 8, c.block_size = 6, c.causal = causal;
-    auto idx = torch::randint(0, 13, {2, 6}, torch::kLong);
-    auto valid = torch::ones({2, 6}, torch::kBool);
-    valid.index_put_({1, torch::indexing::Slice(4, 6)}, false);
-    std::vector<std::vector<torch::Tensor>> grads;
-    std::vector<double> losses;
-    for (bool recompute : {true, false}) {
-      c.recompute = recompute;
-      torch::manual_seed(3);
-      spread::Transformer model(c);
-      model->to(torch::kDouble);
-      auto out = model->forward(idx, false, true, valid);
-      auto loss = (out.logits * valid.unsqueeze(-1)).pow(2).mean();
-      loss.backward();
-      losses.push_back(loss.item<double>());
-      std::vector<torch::Tensor> g;
-      for (auto& p : model->parameters()) g.push_back(p.grad().clone());
-      grads.push_back(g);
-    }
-    EXPECT_NEAR(losses[0], losses[1], 1e-12);
-    for (size_t i = 0; i < grads[0].size(); ++i)
-      EXPECT_TRUE(torch::allclose(grads[0][i], grads[1][i], 1e-10, 1e-12)) << "parameter " << i;
+    c.n_head = 2, c.causal = causal;
+    expect_recompute_changes_nothing(c, torch::kDouble, 1e-10);
+  }
+}
+
+// The gated MLPs: with recompute, gated_linear (spread's loops in float32, LibTorch's operators in float64);
+// without, the MLP as LibTorch operators. A Llama-shaped (SwiGLU, RMSNorm, rope, 2 k/v heads for 4) and a
+// ModernBERT-shaped (GeGLU, local attention) model.
+TEST(Recompute, GatedMlpModelGradientsAreTheSameWithAndWithoutRecompute) {
+  spread::TransformerConfig llama;
+  llama.n_head = 4, llama.n_kv_head = 2, llama.rope = true, llama.rms_norm = true, llama.gated_mlp = true;
+  llama.silu = true, llama.intermediate_size = 12, llama.bias = false;
+  spread::TransformerConfig modernbert;
+  modernbert.n_head = 2, modernbert.causal = false, modernbert.rope = true, modernbert.gated_mlp = true;
+  modernbert.intermediate_size = 12, modernbert.attention_window = 2, modernbert.global_every = 2;
+  for (const auto& c : {llama, modernbert}) {
+    expect_recompute_changes_nothing(c, torch::kDouble, 1e-10);
+    expect_recompute_changes_nothing(c, torch::kFloat, 1e-4);
   }
 }

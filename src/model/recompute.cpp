@@ -111,6 +111,96 @@ at::Tensor exact_gelu(const at::Tensor& x) {
   return y;
 }
 
+// The gated MLPs' activations with their derivatives: SiLU a sigma(a) (SwiGLU) and the exact GELU a Phi(a) (GeGLU).
+SPREAD_INLINE_INTO_CLONES float silu_and_derivative(float a, float& derivative) {
+  const float e = exp_nonpositive(-std::abs(a));            // e^-|a|: no overflow on either side
+  const float sigma = (a >= 0.0f ? 1.0f : e) / (1.0f + e);  // 1 / (1 + e^-a)
+  derivative = sigma * (1.0f + a * (1.0f - sigma));
+  return a * sigma;
+}
+
+SPREAD_INLINE_INTO_CLONES float gelu_and_derivative(float a, float& derivative) {
+  constexpr float kInvSqrt2Pi = 0.398942280401432678f;
+  const float cdf = normal_cdf(a);
+  derivative = cdf + a * kInvSqrt2Pi * exp_nonpositive(-0.5f * a * a);
+  return a * cdf;
+}
+
+// m = act(a) * b for `rows` rows of h = [a | b], each 2 * width wide.
+SPREAD_VECTOR_CLONES void gated_rows(const float* __restrict h, float* __restrict m, int64_t rows, int64_t width,
+                                     bool silu) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *a = h + r * 2 * width, *b = a + width;
+    float* y = m + r * width;
+    float unused;
+    if (silu) {
+      for (int64_t j = 0; j < width; ++j) y[j] = silu_and_derivative(a[j], unused) * b[j];
+    } else {
+      for (int64_t j = 0; j < width; ++j) y[j] = gelu_and_derivative(a[j], unused) * b[j];
+    }
+  }
+}
+
+// Backward's pass over `rows` rows: the recomputed m = act(a) * b (for dW) and dL/dh = [g b act'(a) | g act(a)]
+// for g = dL/dm. One evaluation of the activation serves all three.
+SPREAD_VECTOR_CLONES void gated_and_backward_rows(const float* __restrict grad_m, const float* __restrict h,
+                                                  float* __restrict m, float* __restrict grad_h, int64_t rows,
+                                                  int64_t width, bool silu) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *a = h + r * 2 * width, *b = a + width, *g = grad_m + r * width;
+    float *y = m + r * width, *grad_a = grad_h + r * 2 * width, *grad_b = grad_a + width;
+    for (int64_t j = 0; j < width; ++j) {
+      float derivative;
+      const float act = silu ? silu_and_derivative(a[j], derivative) : gelu_and_derivative(a[j], derivative);
+      y[j] = act * b[j];
+      grad_a[j] = g[j] * b[j] * derivative;
+      grad_b[j] = g[j] * act;
+    }
+  }
+}
+
+at::Tensor gated_activation_reference(const at::Tensor& a, bool silu) { return silu ? at::silu(a) : at::gelu(a); }
+
+// m = act(a) * b for h = [a | b] ([..., 2W]) -> [..., W].
+at::Tensor gated(const at::Tensor& h, bool silu) {
+  const int64_t width = h.size(-1) / 2;
+  if (!own_gelu_applies(h)) return gated_activation_reference(h.narrow(-1, 0, width), silu) * h.narrow(-1, width, width);
+  auto sizes = h.sizes().vec();
+  sizes.back() = width;
+  auto m = at::empty(sizes, h.options());
+  const int64_t rows = h.numel() / (2 * width);
+  const float* in = h.data_ptr<float>();
+  float* out = m.data_ptr<float>();
+  at::parallel_for(0, rows, kBiasRowsPerChunk, [&](int64_t r0, int64_t r1) {
+    gated_rows(in + r0 * 2 * width, out + r0 * width, r1 - r0, width, silu);
+  });
+  return m;
+}
+
+struct GatedBackward {
+  at::Tensor product;  // act(a) * b, recomputed
+  at::Tensor grad_h;   // [dL/da | dL/db]
+};
+
+GatedBackward gated_and_backward(const at::Tensor& grad_m, const at::Tensor& h, bool silu) {
+  const int64_t width = h.size(-1) / 2;
+  if (!own_gelu_applies(h) || !own_gelu_applies(grad_m)) {
+    const auto a = h.narrow(-1, 0, width), b = h.narrow(-1, width, width);
+    const auto act = gated_activation_reference(a, silu), grad_act = grad_m * b;
+    const auto grad_a = silu ? at::silu_backward(grad_act, a) : at::gelu_backward(grad_act, a);
+    return {act * b, at::cat({grad_a, grad_m * act}, -1)};
+  }
+  auto product = at::empty_like(grad_m), grad_h = at::empty_like(h);
+  const int64_t rows = h.numel() / (2 * width);
+  const float *g = grad_m.data_ptr<float>(), *in = h.data_ptr<float>();
+  float *m = product.data_ptr<float>(), *out = grad_h.data_ptr<float>();
+  at::parallel_for(0, rows, kBiasRowsPerChunk, [&](int64_t r0, int64_t r1) {
+    gated_and_backward_rows(g + r0 * width, in + r0 * 2 * width, m + r0 * width, out + r0 * 2 * width, r1 - r0,
+                            width, silu);
+  });
+  return {product, grad_h};
+}
+
 struct AttentionCore : torch::autograd::Function<AttentionCore> {
   // mask and bias are optionals: LibTorch's custom functions take an undefined input only that way.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qkv, const c10::optional<at::Tensor>& mask,
@@ -147,6 +237,41 @@ struct AttentionCore : torch::autograd::Function<AttentionCore> {
   }
 };
 
+// linear(a, weight, bias) with the product in `low` (kFloat, or kBFloat16 for a float32 a; see mixed_linear).
+at::Tensor low_linear(const at::Tensor& a, const at::Tensor& weight, const at::Tensor& bias, at::ScalarType low) {
+  if (low == a.scalar_type()) return at::linear(a, weight, bias);
+  auto y = at::linear(a.to(low), weight.to(low)).to(a.scalar_type());
+  return bias.defined() ? y.add_(bias) : y;
+}
+
+// Backward of low_linear for a node that recomputes its activation a: dL/da first (the recompute loop turns it into
+// the gradient of the node's input), then dL/dW from the recomputed a.
+class LowLinearBackward {
+ public:
+  LowLinearBackward(const at::Tensor& grad_out, const at::Tensor& weight, at::ScalarType low,
+                    at::ScalarType activation_dtype)
+      : weight_(weight), low_(low), mixed_(low != activation_dtype), activation_dtype_(activation_dtype),
+        grad_out_(grad_out.reshape({-1, weight.size(0)})),
+        grad_low_(mixed_ ? grad_out_.to(low) : grad_out_) {}
+
+  at::Tensor grad_bias() const { return grad_out_.sum(0); }
+  at::Tensor grad_activation() const {
+    auto g = grad_low_.mm(mixed_ ? weight_.to(low_) : weight_);
+    return mixed_ ? g.to(activation_dtype_) : g;
+  }
+  at::Tensor grad_weight(const at::Tensor& activation) const {
+    const auto a = activation.reshape({-1, weight_.size(1)});
+    return mixed_ ? grad_low_.t().mm(a.to(low_)).to(weight_.scalar_type()) : grad_low_.t().mm(a);
+  }
+
+ private:
+  at::Tensor weight_;
+  at::ScalarType low_;
+  bool mixed_;
+  at::ScalarType activation_dtype_;
+  at::Tensor grad_out_, grad_low_;
+};
+
 struct GeluLinear : torch::autograd::Function<GeluLinear> {
   // linear(gelu(h + h_bias), weight, bias). matmul_dtype: the products' dtype (kFloat, or kBFloat16 for a float32
   // h and weight); see mixed_linear. h_bias is the bias of the product that made h, added here so that its
@@ -158,33 +283,46 @@ struct GeluLinear : torch::autograd::Function<GeluLinear> {
     ctx->save_for_backward({h, weight, hb});
     ctx->saved_data["has_bias"] = b.defined();
     ctx->saved_data["matmul_dtype"] = static_cast<int64_t>(matmul_dtype);
-    const at::Tensor a = activation(h, hb);
-    if (matmul_dtype == h.scalar_type()) return at::linear(a, weight, b);
-    auto y = at::linear(a.to(matmul_dtype), weight.to(matmul_dtype)).to(h.scalar_type());
-    return b.defined() ? y.add_(b) : y;
+    return low_linear(activation(h, hb), weight, b, matmul_dtype);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto saved = ctx->get_saved_variables();
     const at::Tensor &h = saved[0], &weight = saved[1], &h_bias = saved[2];
-    const int64_t n_in = weight.size(1), n_out = weight.size(0);
-    auto grad_out = grads[0].reshape({-1, n_out});
-    at::Tensor grad_bias = ctx->saved_data["has_bias"].toBool() ? grad_out.sum(0) : at::Tensor();
-    const auto low = static_cast<at::ScalarType>(ctx->saved_data["matmul_dtype"].toInt());
-    const bool mixed = low != h.scalar_type();  // the two products in bf16 (float32 accumulation)
-    const at::Tensor grad_low = mixed ? grad_out.to(low) : grad_out;
-    // dL/da first, so that one loop both recomputes the activation a (for dW) and turns dL/da into dL/dh.
-    at::Tensor grad_a = grad_low.mm(mixed ? weight.to(low) : weight);
-    if (mixed) grad_a = grad_a.to(h.scalar_type());
-    GeluBackward g = gelu_and_backward(grad_a.view(h.sizes()), h, h_bias);
-    const at::Tensor a = g.activation.reshape({-1, n_in});
-    const at::Tensor grad_weight =
-        mixed ? grad_low.t().mm(a.to(low)).to(weight.scalar_type()) : grad_low.t().mm(a);
-    return {g.grad_h, g.grad_bias, grad_weight, grad_bias, at::Tensor()};
+    const LowLinearBackward linear(grads[0], weight, static_cast<at::ScalarType>(ctx->saved_data["matmul_dtype"].toInt()),
+                                   h.scalar_type());
+    GeluBackward g = gelu_and_backward(linear.grad_activation().view(h.sizes()), h, h_bias);
+    return {g.grad_h, g.grad_bias, linear.grad_weight(g.activation),
+            ctx->saved_data["has_bias"].toBool() ? linear.grad_bias() : at::Tensor(), at::Tensor()};
   }
 
   static at::Tensor activation(const at::Tensor& h, const at::Tensor& h_bias) {
     return h_bias.defined() ? bias_gelu(h, h_bias) : exact_gelu(h);
+  }
+};
+
+struct GatedLinear : torch::autograd::Function<GatedLinear> {
+  // linear(act(a) * b, weight, bias) for h = [a | b]; matmul_dtype as GeluLinear's.
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& h, const at::Tensor& weight,
+                            const c10::optional<at::Tensor>& bias, bool silu, at::ScalarType matmul_dtype) {
+    const at::Tensor b = bias.value_or(at::Tensor());
+    ctx->save_for_backward({h, weight});
+    ctx->saved_data["has_bias"] = b.defined();
+    ctx->saved_data["silu"] = silu;
+    ctx->saved_data["matmul_dtype"] = static_cast<int64_t>(matmul_dtype);
+    return low_linear(gated(h, silu), weight, b, matmul_dtype);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const at::Tensor &h = saved[0], &weight = saved[1];
+    const LowLinearBackward linear(grads[0], weight, static_cast<at::ScalarType>(ctx->saved_data["matmul_dtype"].toInt()),
+                                   h.scalar_type());
+    auto sizes = h.sizes().vec();
+    sizes.back() /= 2;
+    GatedBackward g = gated_and_backward(linear.grad_activation().view(sizes), h, ctx->saved_data["silu"].toBool());
+    return {g.grad_h, linear.grad_weight(g.product),
+            ctx->saved_data["has_bias"].toBool() ? linear.grad_bias() : at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -213,6 +351,12 @@ at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::
   // As mixed_linear: only a float32 h is multiplied in a narrower dtype.
   if (matmul_dtype == at::kFloat || h.scalar_type() != at::kFloat) matmul_dtype = h.scalar_type();
   return GeluLinear::apply(h, optional_input(h_bias), weight, optional_input(bias), matmul_dtype);
+}
+
+at::Tensor gated_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias, bool silu,
+                        at::ScalarType matmul_dtype) {
+  if (matmul_dtype == at::kFloat || h.scalar_type() != at::kFloat) matmul_dtype = h.scalar_type();
+  return GatedLinear::apply(h.contiguous(), weight, optional_input(bias), silu, matmul_dtype);
 }
 
 }  // namespace spread

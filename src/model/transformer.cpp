@@ -3,6 +3,7 @@
 #include "spread/model/attention.h"
 #include "spread/model/recompute.h"
 #include "spread/model/residual_norm.h"
+#include "spread/model/rotary.h"
 
 #include <ATen/ATen.h>
 #include <torch/nn/functional/activation.h>
@@ -32,12 +33,6 @@ Norm make_norm(const TransformerConfig& cfg) {
 
 torch::Tensor activation(const torch::Tensor& x, bool gelu_tanh) {
   return gelu_tanh ? at::gelu(x, "tanh") : at::gelu(x);
-}
-
-// The rotate-half pairing of transformers' Llama: dimension i < D/2 rotates with i + D/2.
-torch::Tensor rotate_half(const torch::Tensor& x) {
-  const int64_t half = x.size(-1) / 2;
-  return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
 }
 
 torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
@@ -86,21 +81,7 @@ SelfAttentionImpl::SelfAttentionImpl(const TransformerConfig& cfg, int64_t layer
 }
 
 torch::Tensor SelfAttentionImpl::rotate_and_expand(const torch::Tensor& qkv_out) const {
-  const int64_t B = qkv_out.size(0), T = qkv_out.size(1), H = n_head_, K = n_kv_head_;
-  const int64_t D = qkv_out.size(2) / (H + 2 * K);
-  auto q = qkv_out.narrow(2, 0, H * D).view({B, T, H, D});
-  auto k = qkv_out.narrow(2, H * D, K * D).view({B, T, K, D});
-  auto v = qkv_out.narrow(2, (H + K) * D, K * D).view({B, T, K, D});
-  if (rope_) {
-    const auto cos = rope_cos_.narrow(0, 0, T), sin = rope_sin_.narrow(0, 0, T);
-    q = q * cos + rotate_half(q) * sin;
-    k = k * cos + rotate_half(k) * sin;
-  }
-  if (K != H) {
-    k = k.unsqueeze(3).expand({B, T, K, H / K, D}).reshape({B, T, H, D});
-    v = v.unsqueeze(3).expand({B, T, K, H / K, D}).reshape({B, T, H, D});
-  }
-  return at::cat({q.reshape({B, T, H * D}), k.reshape({B, T, H * D}), v.reshape({B, T, H * D})}, 2);
+  return rotate_and_repeat_heads(qkv_out, rope_cos_, rope_sin_, n_head_, n_kv_head_);  // no tables without rope
 }
 
 torch::Tensor SelfAttentionImpl::local_mask(const torch::Tensor& mask, int64_t T) const {
@@ -155,7 +136,10 @@ MlpImpl::MlpImpl(const TransformerConfig& cfg)
 torch::Tensor MlpImpl::forward(const torch::Tensor& x, bool add_proj_bias) {
   const torch::Tensor proj_bias = add_proj_bias ? proj->bias : torch::Tensor();
   torch::Tensor y;
-  if (gated_ || silu_) {
+  if (gated_ && recompute_ && (silu_ || !gelu_tanh_)) {  // SwiGLU, GeGLU: the gated product is recomputed
+    y = gated_linear(mixed_linear(x, fc->weight, fc->bias, matmul_dtype_), proj->weight, proj_bias, silu_,
+                     matmul_dtype_);
+  } else if (gated_ || silu_) {
     auto h = mixed_linear(x, fc->weight, fc->bias, matmul_dtype_);
     auto act = [&](const torch::Tensor& t) { return silu_ ? at::silu(t) : activation(t, gelu_tanh_); };
     if (gated_) {

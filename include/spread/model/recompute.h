@@ -2,7 +2,8 @@
 // Activation-lean pieces of the transformer (selective recomputation, as in Megatron-LM): each is one autograd
 // node that keeps only its small inputs and recomputes its largest intermediate in backward. Per block this
 // drops the [B*H, T, T] attention probabilities and the [B, T, 4C] GELU output from the saved activations
-// (~40% of a block's activation memory at block 256), for one extra QK^T, softmax and GELU in backward.
+// (~40% of a block's activation memory at block 256), for one extra QK^T, softmax and GELU in backward; the gated
+// MLPs (SwiGLU, GeGLU) likewise drop their [B, T, W] gated product.
 // First-order gradients only (no double backward).
 #include <ATen/core/Tensor.h>
 #include <c10/util/Optional.h>
@@ -32,5 +33,12 @@ at::Tensor attention_core(const at::Tensor& qkv, const at::Tensor& mask, int64_t
 // mixed_linear (model/transformer.h); GELU, its derivative and the bias gradients stay float32.
 at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
                        at::ScalarType matmul_dtype = at::kFloat, const at::Tensor& h_bias = {});
+
+// linear(act(a) * b, weight, bias) for h = [a | b] ([..., 2W], the gated MLP's first product: gate, then up),
+// act = SiLU (SwiGLU) or the exact GELU (GeGLU); bias may be undefined. The gated product is not kept: backward
+// recomputes it in the loop that makes dL/dh, one pass over h (the LibTorch operators make two [..., 2W] tensors
+// of zeros and copies for the two halves' gradients, besides the products). matmul_dtype as for gelu_linear.
+at::Tensor gated_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias, bool silu,
+                        at::ScalarType matmul_dtype = at::kFloat);
 
 }  // namespace spread
