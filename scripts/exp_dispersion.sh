@@ -59,6 +59,8 @@ printf '%s\n' "${runs[@]}" | xargs -P "$jobs" -I{} bash -c 'train_one {} "$@"' _
 minutes=$(( ($(date +%s) - started + 59) / 60 ))
 /usr/bin/python3 - "$out" "$minutes" "$seeds" "$mechanism_seeds" <<'PY'
 import json, math, statistics, sys
+sys.path.insert(0, "scripts")
+from exp_stats import t_cdf
 out, minutes, seeds, mechanism_seeds = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4].split()
 conditions = [("base", "λ = 0"), ("all1", "λ = 1, all layers"), ("last01", "λ = 0.1, last layer")]
 seeds_of = {"base": seeds, "all1": mechanism_seeds, "last01": seeds}
@@ -117,23 +119,6 @@ lines += ["", "Baseline validation loss (mean ± sd over seeds): " +
           ", ".join(f"@{k} {statistics.mean([runs[('base', s)][1][k] for s in seeds]):.4f} ± "
                     f"{statistics.stdev([runs[('base', s)][1][k] for s in seeds]) if len(seeds) > 1 else 0:.4f}"
                     for k in fixed_steps)]
-
-def t_cdf(t, nu):  # Student's t distribution function for integer nu (Abramowitz & Stegun 26.7.3-4)
-    th = math.atan(t / math.sqrt(nu))
-    s, c = math.sin(th), math.cos(th)
-    if nu % 2:
-        series = term = c if nu > 1 else 0.0
-        for k in range(3, nu - 1, 2):
-            term *= (k - 1) / k * c * c
-            series += term
-        a = 2 / math.pi * (th + s * series)
-    else:
-        series = term = 1.0
-        for k in range(2, nu - 1, 2):
-            term *= (k - 1) / k * c * c
-            series += term
-        a = s * series
-    return (1 + a) / 2
 
 last = fixed_steps[-1]
 d = [runs[("last01", s)][1][last] - runs[("base", s)][1][last] for s in seeds]

@@ -153,9 +153,10 @@ TEST(Cli, LlamaTinyRecipeTrainsResumesAndGenerates) {
 }
 
 // The shipped ModernBERT-shaped recipe, shrunk: its block keys reach the model (no position table, no norm before
-// block 0's attention, an embedding norm without bias, a gated MLP, no biases), it trains, and it exports as
-// ModernBertModel with its window, global layers and rotary bases.
-TEST(Cli, ModernBertMlmRecipeTrainsAndExports) {
+// block 0's attention, an embedding norm without bias, a gated MLP, no biases), it trains, it exports as
+// ModernBertModel with its window, global layers and rotary bases, and it is the backbone of the ModernBERT-shaped
+// maxsim recipe.
+TEST(Cli, ModernBertMlmRecipeTrainsExportsAndBacksTheMaxsimRecipe) {
   auto dir = temp_dir("modernbert");
   {
     std::ofstream corpus(dir / "c.txt");
@@ -192,6 +193,23 @@ TEST(Cli, ModernBertMlmRecipeTrainsAndExports) {
   EXPECT_EQ(config["global_attn_every_n_layers"], 3);
   EXPECT_DOUBLE_EQ(config["global_rope_theta"].get<double>(), 160000.0);
   EXPECT_DOUBLE_EQ(config["local_rope_theta"].get<double>(), 10000.0);
+  // The run is the backbone of recipes/maxsim_modernbert_scifact.toml (longer documents than the backbone's 16
+  // positions, the pooling-aware loss on): with a learning rate of 0 its blocks are the backbone's, and a head is
+  // added.
+  const std::string maxsim = std::string(SPREAD_TEST_DATA_DIR) + "/../../recipes/maxsim_modernbert_scifact.toml";
+  Result m = run("train " + maxsim + " --set run.out_dir=" + dir.string() + " --set data.path=" + SPREAD_TEST_DATA_DIR +
+                 "/beir_tiny --set train.init_from=" + run_dir + " --set model.n_embd=16 --set model.block_size=48 "
+                 "--set model.intermediate_size=24 --set model.attention_window=6 --set model.head_dim=8 "
+                 "--set loss.maxsim.query_length=16 --set loss.maxsim.document_length=48 --set train.batch_size=4 "
+                 "--set train.max_steps=2 --set train.warmup_steps=1 --set train.lr=0 --set train.min_lr=0 "
+                 "--set train.ckpt_every=2 --set loss.pooling_aware.enabled=true --set loss.pooling_aware.pool_factor=2");
+  ASSERT_EQ(m.code, 0) << m.output;
+  EXPECT_NE(m.output.find("init_from: model weights of " + run_dir), std::string::npos) << m.output;
+  const auto tuned = spread::read_checkpoint((dir / "maxsim_modernbert_scifact/ckpt/step_00000002.ckpt").string());
+  for (const char* key : {"blocks.1.attn.qkv.weight", "blocks.3.mlp.fc.weight", "emb_norm.weight", "wte.weight"})
+    EXPECT_TRUE(torch::equal(tuned.tensors.at(std::string("model.") + key), ckpt.tensors.at(std::string("model.") + key)))
+        << key;
+  EXPECT_EQ(tuned.tensors.at("model.head.weight").sizes().vec(), (std::vector<int64_t>{8, 16}));
   fs::remove_all(dir);
 }
 
