@@ -6,7 +6,8 @@
 #        with local/global bases, local attention on 2 of 4 layers, GeGLU, bias-free LayerNorms).
 # Each pair on the same seeds, everything else as the recipes ship (the design, fixed before the runs). Endpoint:
 # validation loss at the last step (paired differences over seeds, modern minus own, with a two-sided paired
-# t-test); beside it tokens/s (median over the logged windows after step 20) and parameters. The tokenizer of
+# t-test); beside it throughput (tokens/s; texts/s for MLM; median over the logged windows after step 20), parameters and, where the recipe
+# evaluates STS-B (the MLM pair), the dev Spearman of mean-pooled states at the last step. The tokenizer of
 # each pair is trained once and shared by both arms. Runs go one after another on the machine's threads, the arms
 # of a seed in alternating order, so the tokens/s of a pair are measured under the same conditions.
 # Writes $OUT/table.md. About 40 minutes on 2 cores (12 runs).
@@ -55,34 +56,37 @@ out, minutes, seeds, pairs = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.
 recipes = {"lm": ("quickstart", "llama_tiny"), "mlm": ("mlm_wordnet", "modernbert_mlm")}
 
 def read(run):
-    val, tps = {}, []
+    val, sts, tps = {}, {}, []
     for line in open(f"{out}/{run}/metrics.jsonl"):
         j = json.loads(line)
         if "val_loss" in j:
             val[j["step"]] = j["val_loss"]
-        elif "tokens_per_s" in j and j["step"] > 20:
-            tps.append(j["tokens_per_s"])
+            sts[j["step"]] = j.get("sts_spearman", float("nan"))
+        elif j["step"] > 20 and ("tokens_per_s" in j or "texts_per_s" in j):  # the MLM task counts texts
+            tps.append(j.get("tokens_per_s", j.get("texts_per_s")))
     last = max(val)
-    return {"step": last, "val": val[last], "tps": statistics.median(tps),
+    return {"step": last, "val": val[last], "sts": sts[last], "tps": statistics.median(tps),
             "params": json.load(open(f"{out}/{run}/run.json"))["parameters"]}
 
 lines = [f"Seeds {' '.join(seeds)}; {minutes} minutes in all; one run at a time.", "",
-         "| recipe | seed | parameters | val loss (step) | tokens/s |", "|---|---:|---:|---:|---:|"]
-summary = ["", "| pair | Δ val loss (modern − own) | t (df), two-sided p | modern lower | tokens/s own → modern |"
-           " step time modern / own |", "|---|---:|---:|---:|---:|---:|"]
+         "| recipe | seed | parameters | val loss (step) | STS-B dev Spearman (recipes with [eval] sts) | tokens/s (LM), texts/s (MLM) |",
+         "|---|---:|---:|---:|---:|---:|"]
+summary = ["", "| pair | Δ val loss (modern − own) | t (df), two-sided p | modern lower | Δ STS-B dev Spearman |"
+           " throughput own → modern | step time modern / own |", "|---|---:|---:|---:|---:|---:|---:|"]
 for pair in pairs:
     runs = {(r, s): read(f"{r}_s{s}") for r in recipes[pair] for s in seeds}
     for r in recipes[pair]:
         for s in seeds:
             x = runs[(r, s)]
-            lines.append(f"| {r} | {s} | {x['params']} | {x['val']:.4f} ({x['step']}) | {x['tps']:.0f} |")
+            lines.append(f"| {r} | {s} | {x['params']} | {x['val']:.4f} ({x['step']}) | {x['sts']:.4f} | {x['tps']:.0f} |")
     own, modern = recipes[pair]
     d = [runs[(modern, s)]["val"] - runs[(own, s)]["val"] for s in seeds]
     t, df, p = paired_t(d)
     tps_own = statistics.mean(runs[(own, s)]["tps"] for s in seeds)
     tps_modern = statistics.mean(runs[(modern, s)]["tps"] for s in seeds)
+    d_sts = [runs[(modern, s)]["sts"] - runs[(own, s)]["sts"] for s in seeds]
     summary.append(f"| {modern} − {own} | {mean_sd(d)} | {t:.2f} ({df}), {p:.3f} | {sum(x < 0 for x in d)} of {len(d)} | "
-                   f"{tps_own:.0f} → {tps_modern:.0f} | {tps_own / tps_modern:.2f} |")
+                   f"{mean_sd(d_sts)} | {tps_own:.0f} → {tps_modern:.0f} | {tps_own / tps_modern:.2f} |")
 text = "\n".join(lines + summary) + "\n"
 open(f"{out}/table.md", "w").write(text)
 print(text)

@@ -33,7 +33,9 @@ def paired_t(differences):
 
 
 def mean_sd(xs, digits=4):
-    """'mean ± sample sd' (just the value for one)."""
+    """'mean ± sample sd' (just the value for one; "n/a" when a value is missing, NaN)."""
+    if any(math.isnan(x) for x in xs):
+        return "n/a"
     if len(xs) == 1:
         return f"{xs[0]:+.{digits}f}"
     return f"{statistics.mean(xs):+.{digits}f} ± {statistics.stdev(xs):.{digits}f}"

@@ -307,12 +307,38 @@ def fixture_unigram_nfd_digits(lines):
     return tok, "Unigram; Sequence(NFD, Lowercase); Sequence(Metaspace first no split, Digits grouped, Punctuation)"
 
 
+def real_modernbert_like(data: Path):
+    """ModernBERT's tokenizer.json layout (answerdotai/ModernBERT-base, which is not among the shipped vocabularies)
+    around GPT-2's real vocabulary and merges: a byte-level BPE without prefix space under NFC, BERT's framing by
+    TemplateProcessing (type ids 0), non-special added tokens matched after normalisation (|||IP_ADDRESS||| ...), the
+    BERT specials after the vocabulary with a [MASK] that takes the space before it (lstrip), and [unused*] entries."""
+    gpt2 = data / "tokenizers" / "gpt2"
+    tok = Tokenizer(models.BPE.from_file(str(gpt2 / "vocab.json"), str(gpt2 / "merges.txt")))
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([AddedToken("<|endoftext|>", special=True, normalized=False)])
+    tok.add_tokens([AddedToken(t, normalized=True) for t in ("|||IP_ADDRESS|||", "|||EMAIL_ADDRESS|||",
+                                                             "|||PHONE_NUMBER|||")])
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False)
+                            for t in ("<|padding|>", "[UNK]", "[CLS]", "[SEP]", "[PAD]")])
+    tok.add_special_tokens([AddedToken("[MASK]", special=True, lstrip=True, normalized=False)])
+    tok.add_tokens([AddedToken(f"[unused{i}]", normalized=True) for i in range(4)])
+    tok.post_processor = processors.TemplateProcessing(single="[CLS]:0 $A:0 [SEP]:0",
+                                                       pair="[CLS]:0 $A:0 [SEP]:0 $B:0 [SEP]:0",
+                                                       special_tokens=ids(tok, "[CLS]", "[SEP]"))
+    return tok, "ModernBERT's layout on GPT-2's real vocabulary: byte-level BPE; NFC; TemplateProcessing; " \
+                "added tokens after the vocabulary, [MASK] with lstrip; ByteLevel decoder"
+
+
 FIXTURES = [fixture_wordpiece_bert, fixture_wordpiece_cased, fixture_wordpiece_keep_accents, fixture_gpt2_like,
             fixture_roberta_like, fixture_bytelevel_split, fixture_bpe_byte_fallback, fixture_bpe_prefix_suffix,
             fixture_bpe_metaspace, fixture_bpe_metaspace_first]
 # spread's Hugging Face tokenizer implements the WordPiece and BPE models (issue 25); these go to OUT_DIR/unigram/,
 # where the *.json of OUT_DIR that the equivalence test reads do not include them.
 UNIGRAM_FIXTURES = [fixture_unigram_metaspace, fixture_unigram_nfd_digits]
+# Made from a real vocabulary of DATA_DIR/tokenizers rather than trained.
+REAL_VOCABULARY_FIXTURES = [real_modernbert_like]
 
 
 def main():
@@ -335,6 +361,14 @@ def main():
             name = make.__name__[len("fixture_"):] + ".json"
             tok.save(str(folder / name))
             print(f"{(folder / name).relative_to(out)}: {what} ({time.perf_counter() - start:.1f} s)")
+    for make in REAL_VOCABULARY_FIXTURES:
+        if not (data / "tokenizers").exists():
+            print(f"{data}: no tokenizers/ for {make.__name__}: skipped")
+            continue
+        tok, what = make(data)
+        name = make.__name__[len("real_"):] + ".json"
+        tok.save(str(out / name))
+        print(f"{name}: {what}")
 
 
 if __name__ == "__main__":

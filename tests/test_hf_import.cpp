@@ -864,6 +864,34 @@ const char* const kBertConfig =
 
 }  // namespace
 
+// A tied MLM decoder that a folder saves anyway must be the embedding it is tied to: an exact copy loads, a changed
+// one is refused naming the tensor and the fix (BertForMaskedLM; ModernBertForMaskedLM, whose config ties them).
+TEST_F(HfImport, ASavedTiedDecoderMustBeTheEmbedding) {
+  struct Case {
+    std::string folder, embedding, decoder, fix;
+  };
+  for (const Case& c : {Case{"bert_mlm", "bert.embeddings.word_embeddings.weight", "cls.predictions.decoder.weight",
+                             "only tied models load"},
+                        Case{"modernbert_mlm", "model.embeddings.tok_embeddings.weight", "decoder.weight",
+                             "tie_word_embeddings = false"}}) {
+    SCOPED_TRACE(c.folder);
+    const fs::path copy = *work_ / (c.folder + "_saved_decoder");
+    fs::remove_all(copy);
+    fs::copy(dir(c.folder), copy, fs::copy_options::recursive);
+    const std::string weights = (copy / "model.safetensors").string();
+    auto tensors = spread::read_safetensors(weights);
+    ASSERT_EQ(tensors.count(c.decoder), 0u) << "the library saved the tied decoder itself";
+    tensors[c.decoder] = tensors.at(c.embedding).clone();
+    spread::write_safetensors(weights, tensors);
+    EXPECT_EQ(load_error(copy), "(no error)");
+    tensors[c.decoder] = tensors.at(c.embedding) * 1.001;
+    spread::write_safetensors(weights, tensors);
+    const std::string e = load_error(copy);
+    EXPECT_NE(e.find(c.decoder), std::string::npos) << e;
+    EXPECT_NE(e.find(c.fix), std::string::npos) << e;
+  }
+}
+
 TEST(HfImportBadFolder, EachProblemIsNamedWithItsFix) {
   auto lfs = bad_folder("lfs", kBertConfig);
   std::ofstream(lfs / "model.safetensors") << "version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 9\n";

@@ -136,19 +136,18 @@ TEST(MixedLinear, Bf16GeluLinearIsWithinTheBf16BoundOfFloat64) {
   expect_within(h.grad(), gw * derivative, dh_bound, "dh");
 }
 
+namespace {
+
 // The same weights in float32 and in bf16 products: the losses on the model's outputs (cross-entropy, angular
 // dispersion of the last hidden states, InfoNCE of mean-pooled states) stay within stated tolerances, and so do
 // their gradients as a whole. Tolerances: each bf16 product has relative error ~u = 0.4%, ~3 products deep per
 // block and partly averaging out; the losses here are O(1) and move by < 1e-2 relative, gradients by a cosine
 // > 0.99. A product in float16 range-limited or a lost gradient path would break these.
-TEST(MixedLinear, ModelLossesInBf16StayWithinTolerancesOfFloat32) {
-  spread::TransformerConfig cfg;
+void expect_bf16_losses_close_to_float32(spread::TransformerConfig cfg) {
   cfg.vocab_size = 50;
   cfg.n_layer = 2;
-  cfg.n_head = 2;
   cfg.n_embd = 32;
   cfg.block_size = 16;
-  cfg.causal = false;
   torch::manual_seed(5);
   spread::Transformer fp32(cfg);
   cfg.matmul_dtype = torch::kBFloat16;
@@ -188,6 +187,27 @@ TEST(MixedLinear, ModelLossesInBf16StayWithinTolerancesOfFloat32) {
   auto ga = torch::cat(a.grads), gb = torch::cat(b.grads);
   EXPECT_GT(torch::cosine_similarity(ga, gb, 0).item<double>(), 0.99);
   EXPECT_NEAR(gb.norm().item<double>(), ga.norm().item<double>(), 0.02 * ga.norm().item<double>());
+}
+
+}  // namespace
+
+TEST(MixedLinear, ModelLossesInBf16StayWithinTolerancesOfFloat32) {
+  spread::TransformerConfig bert;
+  bert.n_head = 2, bert.causal = false;
+  expect_bf16_losses_close_to_float32(bert);
+}
+
+// The modern blocks' own nodes in bf16 products: the gated MLP (gated_linear's two products), rotary positions and
+// grouped-query heads; a Llama-shaped and a ModernBERT-shaped model.
+TEST(MixedLinear, ModernBlockLossesInBf16StayWithinTolerancesOfFloat32) {
+  spread::TransformerConfig llama;
+  llama.n_head = 4, llama.n_kv_head = 2, llama.rope = true, llama.rms_norm = true, llama.gated_mlp = true;
+  llama.silu = true, llama.intermediate_size = 48, llama.bias = false;
+  expect_bf16_losses_close_to_float32(llama);
+  spread::TransformerConfig modernbert;
+  modernbert.n_head = 2, modernbert.causal = false, modernbert.rope = true, modernbert.gated_mlp = true;
+  modernbert.intermediate_size = 48, modernbert.attention_window = 4, modernbert.global_every = 2;
+  expect_bf16_losses_close_to_float32(modernbert);
 }
 
 TEST(Precision, RecipeKeyIsFp32ByDefaultAndRejectsOtherNamesByKey) {

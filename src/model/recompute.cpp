@@ -33,6 +33,21 @@ SPREAD_VECTOR_CLONES void bias_gelu_rows(const float* x, const float* bias, floa
     }
 }
 
+// The gated MLPs' activations with their derivatives: SiLU a sigma(a) (SwiGLU) and the exact GELU a Phi(a) (GeGLU).
+SPREAD_INLINE_INTO_CLONES float silu_and_derivative(float a, float& derivative) {
+  const float e = exp_nonpositive(-std::abs(a));            // e^-|a|: no overflow on either side
+  const float sigma = (a >= 0.0f ? 1.0f : e) / (1.0f + e);  // 1 / (1 + e^-a)
+  derivative = sigma * (1.0f + a * (1.0f - sigma));
+  return a * sigma;
+}
+
+SPREAD_INLINE_INTO_CLONES float gelu_and_derivative(float a, float& derivative) {
+  constexpr float kInvSqrt2Pi = 0.398942280401432678f;
+  const float cdf = normal_cdf(a);
+  derivative = cdf + a * kInvSqrt2Pi * exp_nonpositive(-0.5f * a * a);
+  return a * cdf;
+}
+
 // Backward's pass over a rows x cols block, with v = x + bias: the recomputed activation y = v Phi(v) (for dW)
 // and out = grad * (Phi(v) + v phi(v)) (dL/dx), whose column sums (the bias gradient) are added to column_sum.
 // One evaluation of Phi(v) serves both.
@@ -40,14 +55,12 @@ SPREAD_VECTOR_CLONES void bias_gelu_and_backward_rows(const float* __restrict gr
                                                       const float* __restrict bias, float* __restrict y,
                                                       float* __restrict out, float* __restrict column_sum, int64_t rows,
                                                       int64_t cols) {
-  constexpr float kInvSqrt2Pi = 0.398942280401432678f;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < cols; ++j) {
       const int64_t i = r * cols + j;
-      const float v = x[i] + bias[j];
-      const float cdf = normal_cdf(v);
-      y[i] = v * cdf;
-      out[i] = grad[i] * (cdf + v * kInvSqrt2Pi * exp_nonpositive(-0.5f * v * v));
+      float derivative;
+      y[i] = gelu_and_derivative(x[i] + bias[j], derivative);
+      out[i] = grad[i] * derivative;
       column_sum[j] += out[i];
     }
 }
@@ -109,21 +122,6 @@ at::Tensor exact_gelu(const at::Tensor& x) {
   float* out = y.data_ptr<float>();
   at::parallel_for(0, x.numel(), 16384, [&](int64_t b, int64_t e) { gelu_loop(in + b, out + b, e - b); });
   return y;
-}
-
-// The gated MLPs' activations with their derivatives: SiLU a sigma(a) (SwiGLU) and the exact GELU a Phi(a) (GeGLU).
-SPREAD_INLINE_INTO_CLONES float silu_and_derivative(float a, float& derivative) {
-  const float e = exp_nonpositive(-std::abs(a));            // e^-|a|: no overflow on either side
-  const float sigma = (a >= 0.0f ? 1.0f : e) / (1.0f + e);  // 1 / (1 + e^-a)
-  derivative = sigma * (1.0f + a * (1.0f - sigma));
-  return a * sigma;
-}
-
-SPREAD_INLINE_INTO_CLONES float gelu_and_derivative(float a, float& derivative) {
-  constexpr float kInvSqrt2Pi = 0.398942280401432678f;
-  const float cdf = normal_cdf(a);
-  derivative = cdf + a * kInvSqrt2Pi * exp_nonpositive(-0.5f * a * a);
-  return a * cdf;
 }
 
 template <bool kSilu>
