@@ -6,8 +6,9 @@
 #        with local/global bases, local attention on 2 of 4 layers, GeGLU, bias-free LayerNorms).
 # Each pair on the same seeds, everything else as the recipes ship (the design, fixed before the runs). Endpoint:
 # validation loss at the last step (paired differences over seeds, modern minus own, with a two-sided paired
-# t-test); beside it throughput (tokens/s; texts/s for MLM; median over the logged windows after step 20), parameters and, where the recipe
-# evaluates STS-B (the MLM pair), the dev Spearman of mean-pooled states at the last step. The tokenizer of
+# t-test); beside it throughput (tokens/s; texts/s for MLM; median over the logged windows after step 20),
+# parameters and, where the recipe evaluates STS-B (the MLM pair), the dev Spearman of mean-pooled states at the
+# last step. The tokenizer of
 # each pair is trained once and shared by both arms. Runs go one after another on the machine's threads, the arms
 # of a seed in alternating order, so the tokens/s of a pair are measured under the same conditions.
 # Writes $OUT/table.md. About 40 minutes on 2 cores (12 runs).
@@ -69,7 +70,8 @@ def read(run):
             "params": json.load(open(f"{out}/{run}/run.json"))["parameters"]}
 
 lines = [f"Seeds {' '.join(seeds)}; {minutes} minutes in all; one run at a time.", "",
-         "| recipe | seed | parameters | val loss (step) | STS-B dev Spearman (recipes with [eval] sts) | tokens/s (LM), texts/s (MLM) |",
+         "| recipe | seed | parameters | val loss (step) | STS-B dev Spearman (recipes with [eval] sts) |"
+         " tokens/s (LM), texts/s (MLM) |",
          "|---|---:|---:|---:|---:|---:|"]
 summary = ["", "| pair | Δ val loss (modern − own) | t (df), two-sided p | modern lower | Δ STS-B dev Spearman |"
            " throughput own → modern | step time modern / own |", "|---|---:|---:|---:|---:|---:|---:|"]
@@ -78,15 +80,17 @@ for pair in pairs:
     for r in recipes[pair]:
         for s in seeds:
             x = runs[(r, s)]
-            lines.append(f"| {r} | {s} | {x['params']} | {x['val']:.4f} ({x['step']}) | {x['sts']:.4f} | {x['tps']:.0f} |")
+            lines.append(f"| {r} | {s} | {x['params']} | {x['val']:.4f} ({x['step']}) | {x['sts']:.4f} |"
+                         f" {x['tps']:.0f} |")
     own, modern = recipes[pair]
     d = [runs[(modern, s)]["val"] - runs[(own, s)]["val"] for s in seeds]
     t, df, p = paired_t(d)
     tps_own = statistics.mean(runs[(own, s)]["tps"] for s in seeds)
     tps_modern = statistics.mean(runs[(modern, s)]["tps"] for s in seeds)
     d_sts = [runs[(modern, s)]["sts"] - runs[(own, s)]["sts"] for s in seeds]
-    summary.append(f"| {modern} − {own} | {mean_sd(d)} | {t:.2f} ({df}), {p:.3f} | {sum(x < 0 for x in d)} of {len(d)} | "
-                   f"{mean_sd(d_sts)} | {tps_own:.0f} → {tps_modern:.0f} | {tps_own / tps_modern:.2f} |")
+    summary.append(f"| {modern} − {own} | {mean_sd(d)} | {t:.2f} ({df}), {p:.3f} |"
+                   f" {sum(x < 0 for x in d)} of {len(d)} | {mean_sd(d_sts)} | {tps_own:.0f} → {tps_modern:.0f} |"
+                   f" {tps_own / tps_modern:.2f} |")
 text = "\n".join(lines + summary) + "\n"
 open(f"{out}/table.md", "w").write(text)
 print(text)

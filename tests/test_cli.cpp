@@ -202,13 +202,13 @@ TEST(Cli, ModernBertMlmRecipeTrainsExportsAndBacksTheMaxsimRecipe) {
                  "--set model.intermediate_size=24 --set model.attention_window=6 --set model.head_dim=8 "
                  "--set loss.maxsim.query_length=16 --set loss.maxsim.document_length=48 --set train.batch_size=4 "
                  "--set train.max_steps=2 --set train.warmup_steps=1 --set train.lr=0 --set train.min_lr=0 "
-                 "--set train.ckpt_every=2 --set loss.pooling_aware.enabled=true --set loss.pooling_aware.pool_factor=2");
+                 "--set train.ckpt_every=2 --set loss.pooling_aware.enabled=true "
+                 "--set loss.pooling_aware.pool_factor=2");
   ASSERT_EQ(m.code, 0) << m.output;
   EXPECT_NE(m.output.find("init_from: model weights of " + run_dir), std::string::npos) << m.output;
   const auto tuned = spread::read_checkpoint((dir / "maxsim_modernbert_scifact/ckpt/step_00000002.ckpt").string());
-  for (const char* key : {"blocks.1.attn.qkv.weight", "blocks.3.mlp.fc.weight", "emb_norm.weight", "wte.weight"})
-    EXPECT_TRUE(torch::equal(tuned.tensors.at(std::string("model.") + key), ckpt.tensors.at(std::string("model.") + key)))
-        << key;
+  for (const std::string key : {"blocks.1.attn.qkv.weight", "blocks.3.mlp.fc.weight", "emb_norm.weight", "wte.weight"})
+    EXPECT_TRUE(torch::equal(tuned.tensors.at("model." + key), ckpt.tensors.at("model." + key))) << key;
   EXPECT_EQ(tuned.tensors.at("model.head.weight").sizes().vec(), (std::vector<int64_t>{8, 16}));
   fs::remove_all(dir);
 }

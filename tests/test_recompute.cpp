@@ -166,7 +166,8 @@ TEST(Recompute, GatedLinearMatchesTheFormula) {
             << what << ": " << (y.to(torch::kDouble) - y_ref).abs().max().item<double>();
         for (size_t i = 0; i < grads.size(); ++i)
           EXPECT_TRUE(torch::allclose(grads[i].to(torch::kDouble), grads_ref[i], tol, tol))
-              << what << ", input " << i << ": " << (grads[i].to(torch::kDouble) - grads_ref[i]).abs().max().item<double>();
+              << what << ", input " << i << ": "
+              << (grads[i].to(torch::kDouble) - grads_ref[i]).abs().max().item<double>();
       }
 }
 

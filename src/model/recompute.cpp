@@ -178,7 +178,8 @@ at::Tensor gated_activation_reference(const at::Tensor& a, bool silu) { return s
 // m = act(a) * b for h = [a | b] ([..., 2W]) -> [..., W].
 at::Tensor gated(const at::Tensor& h, bool silu) {
   const int64_t width = h.size(-1) / 2;
-  if (!own_gelu_applies(h)) return gated_activation_reference(h.narrow(-1, 0, width), silu) * h.narrow(-1, width, width);
+  if (!own_gelu_applies(h))
+    return gated_activation_reference(h.narrow(-1, 0, width), silu) * h.narrow(-1, width, width);
   auto sizes = h.sizes().vec();
   sizes.back() = width;
   auto m = at::empty(sizes, h.options());
@@ -286,6 +287,10 @@ class LowLinearBackward {
   at::Tensor grad_out_, grad_low_;
 };
 
+at::ScalarType saved_matmul_dtype(AutogradContext* ctx) {
+  return static_cast<at::ScalarType>(ctx->saved_data["matmul_dtype"].toInt());
+}
+
 struct GeluLinear : torch::autograd::Function<GeluLinear> {
   // linear(gelu(h + h_bias), weight, bias). matmul_dtype: the products' dtype (kFloat, or kBFloat16 for a float32
   // h and weight); see mixed_linear. h_bias is the bias of the product that made h, added here so that its
@@ -303,8 +308,7 @@ struct GeluLinear : torch::autograd::Function<GeluLinear> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto saved = ctx->get_saved_variables();
     const at::Tensor &h = saved[0], &weight = saved[1], &h_bias = saved[2];
-    const LowLinearBackward linear(grads[0], weight, static_cast<at::ScalarType>(ctx->saved_data["matmul_dtype"].toInt()),
-                                   h.scalar_type());
+    const LowLinearBackward linear(grads[0], weight, saved_matmul_dtype(ctx), h.scalar_type());
     GeluBackward g = gelu_and_backward(linear.grad_activation().view(h.sizes()), h, h_bias);
     return {g.grad_h, g.grad_bias, linear.grad_weight(g.activation),
             ctx->saved_data["has_bias"].toBool() ? linear.grad_bias() : at::Tensor(), at::Tensor()};
@@ -330,8 +334,7 @@ struct GatedLinear : torch::autograd::Function<GatedLinear> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto saved = ctx->get_saved_variables();
     const at::Tensor &h = saved[0], &weight = saved[1];
-    const LowLinearBackward linear(grads[0], weight, static_cast<at::ScalarType>(ctx->saved_data["matmul_dtype"].toInt()),
-                                   h.scalar_type());
+    const LowLinearBackward linear(grads[0], weight, saved_matmul_dtype(ctx), h.scalar_type());
     auto sizes = h.sizes().vec();
     sizes.back() /= 2;
     GatedBackward g = gated_and_backward(linear.grad_activation().view(sizes), h, ctx->saved_data["silu"].toBool());
