@@ -220,6 +220,27 @@ TEST(Transformer, EachModernOptionChangesTheOutput) {
   differs([](TransformerConfig& c) { c.silu = false; }, "swiglu vs geglu");
 }
 
+// A rotary model's memory does not grow with its context length (an imported Llama 3 config has 131,072
+// positions: a cos/sin table of every position kept in every layer was 64 MiB a layer), and the context length
+// does not change its outputs on a short input.
+TEST(Transformer, RotaryModelsKeepNoTableOfEveryPosition) {
+  auto model_with_block = [](int64_t block) {
+    TransformerConfig c = tiny_llama();
+    c.block_size = block;
+    torch::manual_seed(3);
+    return Transformer(c);
+  };
+  auto long_context = model_with_block(131072), short_context = model_with_block(16);
+  int64_t buffered = 0;
+  for (const auto& b : long_context->buffers()) buffered += b.numel();
+  EXPECT_LT(buffered, 131072) << "a buffer scales with block_size";
+  long_context->eval();
+  short_context->eval();
+  torch::NoGradGuard ng;
+  auto ids = torch::arange(12, torch::kLong).remainder(11).view({1, 12});
+  EXPECT_TRUE(torch::equal(long_context->forward(ids).logits, short_context->forward(ids).logits));
+}
+
 TEST(FlatAdamW, MatchesLibTorchAdamWWithClipping) {
   torch::manual_seed(2);
   auto a = torch::randn({5, 3}), b = torch::randn({7});

@@ -62,26 +62,30 @@ torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight, 
 SelfAttentionImpl::SelfAttentionImpl(const TransformerConfig& cfg, int64_t layer)
     : n_head_(cfg.n_head), n_kv_head_(cfg.kv_heads()), window_(cfg.is_local(layer) ? cfg.attention_window / 2 : -1),
       causal_(cfg.causal), recompute_(cfg.recompute),
-      rope_(cfg.rope), dropout_(cfg.dropout), matmul_dtype_(cfg.matmul_dtype) {
+      rope_(cfg.rope), dropout_(cfg.dropout), matmul_dtype_(cfg.matmul_dtype),
+      rope_theta_(cfg.is_local(layer) && cfg.local_rope_theta > 0 ? cfg.local_rope_theta : cfg.rope_theta) {
   const int64_t head_size = cfg.n_embd / cfg.n_head;
   qkv = register_module("qkv", make_linear(cfg.n_embd, (cfg.n_head + 2 * n_kv_head_) * head_size, cfg.bias));
   proj = register_module("proj", make_linear(cfg.n_embd, cfg.n_embd, cfg.bias));
-  if (rope_) {
-    // As transformers computes them: float32 inverse frequencies, an outer product with the positions, the
-    // angles repeated for both halves.
-    const double theta = cfg.is_local(layer) && cfg.local_rope_theta > 0 ? cfg.local_rope_theta : cfg.rope_theta;
-    auto powers = torch::pow(theta, torch::arange(0, head_size, 2, torch::kLong).to(torch::kFloat) /
-                                        double(head_size));
-    auto inv_freq = torch::ones_like(powers) / powers;
-    auto angles = torch::outer(torch::arange(cfg.block_size, torch::kLong).to(torch::kFloat), inv_freq);
-    auto both = torch::cat({angles, angles}, -1).unsqueeze(1);  // [block, 1, D]
-    rope_cos_ = register_buffer("rope_cos", both.cos());
-    rope_sin_ = register_buffer("rope_sin", both.sin());
-  }
+}
+
+std::pair<torch::Tensor, torch::Tensor> SelfAttentionImpl::rope_tables(int64_t T, const torch::Device& device) const {
+  // As transformers computes them: float32 inverse frequencies, an outer product with the positions, the angles
+  // repeated for both halves.
+  const int64_t head_size = proj->weight.size(1) / n_head_;
+  auto on = torch::TensorOptions(device);
+  auto powers = torch::pow(rope_theta_, torch::arange(0, head_size, 2, on.dtype(torch::kLong)).to(torch::kFloat) /
+                                            double(head_size));
+  auto inv_freq = torch::ones_like(powers) / powers;
+  auto angles = torch::outer(torch::arange(T, on.dtype(torch::kLong)).to(torch::kFloat), inv_freq);
+  auto both = torch::cat({angles, angles}, -1).unsqueeze(1);  // [T, 1, D]
+  return {both.cos(), both.sin()};
 }
 
 torch::Tensor SelfAttentionImpl::rotate_and_expand(const torch::Tensor& qkv_out) const {
-  return rotate_and_repeat_heads(qkv_out, rope_cos_, rope_sin_, n_head_, n_kv_head_);  // no tables without rope
+  if (!rope_) return rotate_and_repeat_heads(qkv_out, {}, {}, n_head_, n_kv_head_);
+  auto [cos, sin] = rope_tables(qkv_out.size(1), qkv_out.device());
+  return rotate_and_repeat_heads(qkv_out, cos, sin, n_head_, n_kv_head_);
 }
 
 torch::Tensor SelfAttentionImpl::local_mask(const torch::Tensor& mask, int64_t T) const {

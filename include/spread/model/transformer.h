@@ -100,6 +100,10 @@ class SelfAttentionImpl : public torch::nn::Module {
   // [B, T, 3C] as the attention kernels take it from the projection's [B, T, (H + 2 K) D]: q and k rotated (RoPE),
   // k and v repeated to every query head of their group (grouped-query attention).
   torch::Tensor rotate_and_expand(const torch::Tensor& qkv_out) const;
+  // cos and sin of the rotary angles of positions 0..T-1, [T, 1, D] float32 on `device`. Computed per forward pass
+  // rather than kept: a table of every position in every layer cost block * D * 8 bytes each (64 MiB per layer at
+  // Llama 3's 131,072 positions), and recomputing T * D angles is noise against the layer's matmuls.
+  std::pair<torch::Tensor, torch::Tensor> rope_tables(int64_t T, const torch::Device& device) const;
   // The unfused path's mask of a local layer: `mask` (attention_mask's, or undefined) within the window, [.., T, T].
   torch::Tensor local_mask(const torch::Tensor& mask, int64_t T) const;
   int64_t n_head_, n_kv_head_;
@@ -107,7 +111,7 @@ class SelfAttentionImpl : public torch::nn::Module {
   bool causal_, recompute_, rope_;
   double dropout_;
   at::ScalarType matmul_dtype_;
-  torch::Tensor rope_cos_, rope_sin_;  // [block, 1, D] when rope
+  double rope_theta_;  // this layer's rotary base (the local one on local layers); used when rope_
 };
 TORCH_MODULE(SelfAttention);
 
