@@ -61,6 +61,11 @@ SPREAD_INLINE_INTO_CLONES void place_back(const float* gy, float* gx, const floa
   }
 }
 
+// The D values of token n's position (n of B * T) in a [T, D] table, or null without one.
+SPREAD_INLINE_INTO_CLONES const float* position_row(const float* table, int64_t n, int64_t T, int64_t D) {
+  return table != nullptr ? table + (n % T) * D : nullptr;
+}
+
 // Tokens n0..n1 (of B * T) of the forward pass. cos, sin: [T, D] or null.
 SPREAD_VECTOR_CLONES void forward_tokens(const float* qkv, float* out, const float* cos, const float* sin, int64_t n0,
                                          int64_t n1, int64_t T, Heads l) {
@@ -68,8 +73,7 @@ SPREAD_VECTOR_CLONES void forward_tokens(const float* qkv, float* out, const flo
   for (int64_t n = n0; n < n1; ++n) {
     const float* in = qkv + n * l.in_width();
     float* y = out + n * l.out_width();
-    const float* c = cos != nullptr ? cos + (n % T) * D : nullptr;
-    const float* s = sin != nullptr ? sin + (n % T) * D : nullptr;
+    const float *c = position_row(cos, n, T, D), *s = position_row(sin, n, T, D);
     for (int64_t h = 0; h < l.H; ++h) place(in + h * D, y + h * D, c, s, D);
     for (int64_t g = 0; g < l.K; ++g) {
       float* k_first = y + (l.H + g * G) * D;
@@ -99,8 +103,7 @@ SPREAD_VECTOR_CLONES void backward_tokens(const float* grad, float* grad_in, con
   for (int64_t n = n0; n < n1; ++n) {
     const float* gy = grad + n * l.out_width();
     float* gx = grad_in + n * l.in_width();
-    const float* c = cos != nullptr ? cos + (n % T) * D : nullptr;
-    const float* s = sin != nullptr ? sin + (n % T) * D : nullptr;
+    const float *c = position_row(cos, n, T, D), *s = position_row(sin, n, T, D);
     for (int64_t h = 0; h < l.H; ++h) place_back(gy + h * D, gx + h * D, c, s, D);
     for (int64_t g = 0; g < l.K; ++g) {
       sum_heads(gy + (l.H + g * G) * D, k_sum.data(), G, D);

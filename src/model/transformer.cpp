@@ -83,8 +83,8 @@ std::pair<torch::Tensor, torch::Tensor> SelfAttentionImpl::rope_tables(int64_t T
 }
 
 torch::Tensor SelfAttentionImpl::rotate_and_expand(const torch::Tensor& qkv_out) const {
-  if (!rope_) return rotate_and_repeat_heads(qkv_out, {}, {}, n_head_, n_kv_head_);
-  auto [cos, sin] = rope_tables(qkv_out.size(1), qkv_out.device());
+  torch::Tensor cos, sin;  // undefined without rope: the grouped-query repetition only
+  if (rope_) std::tie(cos, sin) = rope_tables(qkv_out.size(1), qkv_out.device());
   return rotate_and_repeat_heads(qkv_out, cos, sin, n_head_, n_kv_head_);
 }
 
