@@ -13,6 +13,9 @@
 #include <functional>
 #include <iostream>
 #include <set>
+#include <thread>
+
+#include <sys/stat.h>
 
 #include "cli_run.h"
 #include "python_env.h"
@@ -187,9 +190,38 @@ TEST(Safetensors, RoundTripKeepsNamesDtypesShapesAndValues) {
     EXPECT_TRUE(out.at(name).sizes().equals(t.sizes())) << name;
     EXPECT_TRUE(torch::equal(out.at(name), t)) << name;
   }
+}
+
+// Files are read through a read-only mapping, each tensor copied out of it: the tensors outlive the file, and a
+// pipe (which cannot be mapped) is read as well; a missing path or a directory is a UserError naming it.
+TEST(Safetensors, ReadsFilesAndPipesIntoTensorsThatOutliveThem) {
+  const spread::NamedTensors in = {{"w", torch::randn({3, 4})}, {"i", torch::arange(5, torch::kLong)},
+                                   {"h", torch::randn({2}).to(torch::kBFloat16)}};
   auto dir = fresh_temp_dir("safetensors_file");
-  spread::write_safetensors((dir / "m.safetensors").string(), in);
-  EXPECT_TRUE(torch::equal(spread::read_safetensors((dir / "m.safetensors").string()).at("w"), in.at("w")));
+  const std::string file = (dir / "m.safetensors").string(), fifo = (dir / "pipe.safetensors").string();
+  spread::write_safetensors(file, in);
+  auto expect_equal = [&](const spread::NamedTensors& out, const char* what) {
+    ASSERT_EQ(out.size(), in.size()) << what;
+    for (const auto& [name, t] : in) EXPECT_TRUE(torch::equal(out.at(name), t)) << what << ": " << name;
+  };
+  const auto read = spread::read_safetensors(file);
+  fs::remove(file);
+  expect_equal(read, "file, after it was removed");
+
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << spread::safetensors_bytes(in); });
+  const auto piped = spread::read_safetensors(fifo);
+  writer.join();
+  expect_equal(piped, "pipe");
+
+  for (const std::string& bad : {(dir / "missing.safetensors").string(), dir.string()}) {
+    try {
+      spread::read_safetensors(bad);
+      ADD_FAILURE() << bad << " was read";
+    } catch (const spread::UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
   fs::remove_all(dir);
 }
 

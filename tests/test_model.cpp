@@ -241,6 +241,44 @@ TEST(Transformer, RotaryModelsKeepNoTableOfEveryPosition) {
   EXPECT_TRUE(torch::equal(long_context->forward(ids).logits, short_context->forward(ids).logits));
 }
 
+// A model made to be loaded (WeightInit::none, as spread encode/eval/generate make theirs) has the random model's
+// parameters (names, shapes, dtypes) and, once they are copied in, its logits bit for bit. It draws no random
+// numbers for its embeddings or the N(0, 0.02) initialisation: a model whose only matrices are embeddings leaves
+// the generator where it was, which the randomly initialised one does not.
+TEST(Transformer, AModelMadeForLoadingSkipsTheRandomInitialisation) {
+  TransformerConfig bert_like = tiny(false);
+  bert_like.type_vocab_size = 2;
+  bert_like.post_norm = true;
+  for (const TransformerConfig& c : {bert_like, tiny_llama()}) {
+    torch::manual_seed(5);
+    Transformer random(c), blank(c, spread::WeightInit::none);
+    auto from = random->named_parameters(), to = blank->named_parameters();
+    ASSERT_EQ(from.keys(), to.keys());
+    torch::NoGradGuard ng;
+    for (size_t i = 0; i < from.size(); ++i) {
+      EXPECT_TRUE(from[i].value().sizes().equals(to[i].value().sizes())) << from[i].key();
+      EXPECT_EQ(from[i].value().scalar_type(), to[i].value().scalar_type()) << from[i].key();
+      EXPECT_TRUE(to[i].value().requires_grad()) << from[i].key();
+      to[i].value().copy_(from[i].value());
+    }
+    random->eval();
+    blank->eval();
+    auto ids = torch::arange(12, torch::kLong).remainder(11).view({2, 6});
+    EXPECT_TRUE(torch::equal(random->forward(ids).logits, blank->forward(ids).logits));
+  }
+
+  TransformerConfig embeddings_only = tiny();
+  embeddings_only.n_layer = 0;
+  torch::manual_seed(9);
+  const auto untouched = torch::rand({4});
+  torch::manual_seed(9);
+  Transformer blank(embeddings_only, spread::WeightInit::none);
+  EXPECT_TRUE(torch::equal(torch::rand({4}), untouched)) << "WeightInit::none drew random numbers";
+  torch::manual_seed(9);
+  Transformer random(embeddings_only);
+  EXPECT_FALSE(torch::equal(torch::rand({4}), untouched)) << "the random model drew none: the check above proves nothing";
+}
+
 TEST(FlatAdamW, MatchesLibTorchAdamWWithClipping) {
   torch::manual_seed(2);
   auto a = torch::randn({5, 3}), b = torch::randn({7});

@@ -1,10 +1,5 @@
 #include "spread/data/token_file.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cstring>
 #include <fstream>
 
@@ -56,37 +51,22 @@ void write_token_file(const std::string& path, const std::vector<int32_t>& token
   rename_file(tmp, path);
 }
 
-TokenFile::TokenFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) throw user_error(path, 0, "", "cannot open the token file");
-  struct stat st {};
-  ::fstat(fd, &st);
-  map_size_ = size_t(st.st_size);
-  if (map_size_ < sizeof(Header)) {
-    ::close(fd);
-    throw user_error(path, 0, "", "truncated token file", "delete it; it is rebuilt from the text");
-  }
-  map_ = ::mmap(nullptr, map_size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (map_ == MAP_FAILED) throw user_error(path, 0, "", "cannot map the token file");
+TokenFile::TokenFile(const std::string& path) : file_(path, MappedFile::Access::random) {
+  const std::string_view bytes = file_.bytes();
   Header h;
-  std::memcpy(&h, map_, sizeof h);
-  bool ok = std::memcmp(h.magic, kMagic, 8) == 0 && h.version == kVersion && (h.width == 2 || h.width == 4) &&
-            sizeof(Header) + h.count * h.width == map_size_;
-  if (!ok) {
-    ::munmap(map_, map_size_);
-    map_ = nullptr;
-    throw user_error(path, 0, "", "not a valid spread token file (bad header or size)",
-                     "delete it; it is rebuilt from the text");
+  bool ok = bytes.size() >= sizeof(Header);
+  if (ok) {
+    std::memcpy(&h, bytes.data(), sizeof h);
+    ok = std::memcmp(h.magic, kMagic, 8) == 0 && h.version == kVersion && (h.width == 2 || h.width == 4) &&
+         sizeof(Header) + h.count * h.width == bytes.size();
   }
+  if (!ok)
+    throw user_error(path, 0, "", "not a valid spread token file (truncated, or a bad header or size)",
+                     "delete it; it is rebuilt from the text");
   width_ = h.width;
   count_ = h.count;
   source_bytes_ = h.source_bytes;
-  data_ = static_cast<const char*>(map_) + sizeof(Header);
-}
-
-TokenFile::~TokenFile() {
-  if (map_) ::munmap(map_, map_size_);
+  data_ = bytes.data() + sizeof(Header);
 }
 
 void TokenFile::copy(uint64_t start, uint64_t n, int64_t* out) const {

@@ -28,7 +28,7 @@ LoadedRun load_model_folder(const std::string& dir) {
                                  run.tokenizer->vocab_size()),
                      "the tokenizer files do not belong to this model");
   run.colbert = folder.colbert;
-  run.model = Transformer(folder.config);
+  run.model = Transformer(folder.config, WeightInit::none);  // every parameter is loaded next
   load_model_weights(run.model, folder.weights, folder.model_dir);
   run.model->eval();
   return run;
@@ -44,7 +44,7 @@ LoadedRun load_run(const std::string& run_dir) {
   run.tokenizer = load_tokenizer(run_dir);
   const Checkpoint ckpt =
       checkpoint_to_use(run_dir, [](const std::string& warning) { fmt::print(stderr, "warning: {}\n", warning); });
-  run.model = Transformer(model_config(run.recipe, run.tokenizer->vocab_size()));
+  run.model = Transformer(model_config(run.recipe, run.tokenizer->vocab_size()), WeightInit::none);
   load_model_weights(run.model, ckpt.tensors, run_dir);
   run.model->to(recipe_device(run.recipe));
   if (!output_is_finite(run.model, recipe_device(run.recipe)))

@@ -9,6 +9,7 @@
 
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/mapped_file.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors data is little-endian; so is this host's");
 
@@ -125,7 +126,7 @@ std::string safetensors_bytes(const NamedTensors& tensors, const std::map<std::s
   return out;
 }
 
-NamedTensors parse_safetensors(const std::string& bytes, const std::string& source) {
+NamedTensors parse_safetensors(std::string_view bytes, const std::string& source) {
   const std::string hint = "not a safetensors file, or a damaged one: export it again";
   if (bytes.size() < 8) throw user_error(source, 0, "", "shorter than the 8-byte header length", hint);
   uint64_t n = 0;
@@ -133,7 +134,7 @@ NamedTensors parse_safetensors(const std::string& bytes, const std::string& sour
   if (n > kMaxHeaderBytes || n > bytes.size() - 8)
     throw user_error(source, 0, "", fmt::format("header length {} exceeds the file ({} bytes)", n, bytes.size()),
                      hint);
-  const std::string text = bytes.substr(8, n);
+  const std::string_view text = bytes.substr(8, n);
   nlohmann::json header = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (header.is_discarded() || !header.is_object())
     throw user_error(source, 0, "", "header is not a JSON object", hint);
@@ -161,9 +162,8 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors) {
 }
 
 NamedTensors read_safetensors(const std::string& path) {
-  auto bytes = read_whole_file(path);
-  if (!bytes) throw user_error(path, 0, "", "cannot read the file", "check the path");
-  return parse_safetensors(*bytes, path);
+  const MappedFile file(path);
+  return parse_safetensors(file.bytes(), path);
 }
 
 }  // namespace spread

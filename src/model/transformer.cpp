@@ -22,6 +22,14 @@ torch::nn::Linear make_linear(int64_t in, int64_t out, bool bias) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
 }
 
+// An embedding table; with WeightInit::none its rows are left as allocated (torch::nn::Embedding draws N(0, 1)
+// otherwise).
+torch::nn::Embedding make_embedding(int64_t rows, int64_t width, WeightInit init) {
+  torch::nn::EmbeddingOptions options(rows, width);
+  if (init == WeightInit::none) options._weight(torch::empty({rows, width}));
+  return torch::nn::Embedding(options);
+}
+
 Norm make_norm(const TransformerConfig& cfg) {
   NormOptions o;
   o.dim = cfg.n_embd;
@@ -191,14 +199,14 @@ torch::Tensor BlockImpl::forward_post(const torch::Tensor& x, const torch::Tenso
   return add_and_norm(h, mlp->forward(h, !fold), fold ? mlp->proj->bias : torch::Tensor(), ln2).second;
 }
 
-TransformerImpl::TransformerImpl(const TransformerConfig& cfg) : cfg_(cfg) {
+TransformerImpl::TransformerImpl(const TransformerConfig& cfg, WeightInit init) : cfg_(cfg) {
   TORCH_CHECK(cfg.n_head % cfg.kv_heads() == 0, "n_head ", cfg.n_head, " is not a multiple of n_kv_head ",
               cfg.kv_heads());
   TORCH_CHECK(!cfg.rope || (cfg.n_embd / cfg.n_head) % 2 == 0, "rope needs an even head size");
   TORCH_CHECK(cfg.first_block_norm || !cfg.post_norm, "a post-norm block 0 needs its norm (first_block_norm)");
   TORCH_CHECK(cfg.attention_window >= 0 && cfg.global_every >= 0, "attention_window and global_every must be >= 0");
-  wte = register_module("wte", torch::nn::Embedding(cfg.vocab_size, cfg.n_embd));
-  if (!cfg.rope) wpe = register_module("wpe", torch::nn::Embedding(cfg.block_size, cfg.n_embd));
+  wte = register_module("wte", make_embedding(cfg.vocab_size, cfg.n_embd, init));
+  if (!cfg.rope) wpe = register_module("wpe", make_embedding(cfg.block_size, cfg.n_embd, init));
   drop_ = register_module("drop", torch::nn::Dropout(cfg.dropout));
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (int64_t i = 0; i < cfg.n_layer; ++i) blocks->push_back(Block(cfg, i));
@@ -207,7 +215,7 @@ TransformerImpl::TransformerImpl(const TransformerConfig& cfg) : cfg_(cfg) {
   // without the options of imported models).
   if (cfg.head_dim > 0)
     head = register_module("head", torch::nn::Linear(torch::nn::LinearOptions(cfg.n_embd, cfg.head_dim).bias(false)));
-  if (cfg.type_vocab_size > 0) wtt = register_module("wtt", torch::nn::Embedding(cfg.type_vocab_size, cfg.n_embd));
+  if (cfg.type_vocab_size > 0) wtt = register_module("wtt", make_embedding(cfg.type_vocab_size, cfg.n_embd, init));
   if (cfg.post_norm || cfg.embedding_norm) emb_norm = register_module("emb_norm", make_norm(cfg));
   if (cfg.mlm_transform) {
     mlm_dense = register_module("mlm_dense", make_linear(cfg.n_embd, cfg.n_embd, cfg.mlm_dense_bias));
@@ -215,7 +223,7 @@ TransformerImpl::TransformerImpl(const TransformerConfig& cfg) : cfg_(cfg) {
     mlm_bias = register_parameter("mlm_bias", torch::zeros({cfg.vocab_size}));
   }
   if (!cfg.tie_embeddings) lm_head = register_module("lm_head", make_linear(cfg.n_embd, cfg.vocab_size, false));
-  init_weights();
+  if (init == WeightInit::random) init_weights();
 }
 
 torch::Tensor TransformerImpl::token_vectors(const torch::Tensor& final_hidden) {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "spread/util/mapped_file.h"
+
 namespace spread {
 
 void write_token_file(const std::string& path, const std::vector<int32_t>& tokens, uint64_t source_bytes);
@@ -14,9 +16,6 @@ class TokenFile {
  public:
   // Throws UserError naming the file when it is missing, truncated or not a token file.
   explicit TokenFile(const std::string& path);
-  ~TokenFile();
-  TokenFile(const TokenFile&) = delete;
-  TokenFile& operator=(const TokenFile&) = delete;
 
   uint64_t size() const { return count_; }
   uint64_t source_bytes() const { return source_bytes_; }
@@ -27,8 +26,7 @@ class TokenFile {
   void copy(uint64_t start, uint64_t n, int64_t* out) const;
 
  private:
-  void* map_ = nullptr;
-  size_t map_size_ = 0;
+  MappedFile file_;
   const void* data_ = nullptr;
   uint32_t width_ = 2;
   uint64_t count_ = 0;

@@ -11,6 +11,7 @@
 // Both assume a little-endian host (x86-64, aarch64), as LibTorch's own serialisation does.
 #include <map>
 #include <string>
+#include <string_view>
 #include <torch/types.h>
 
 namespace spread {
@@ -23,7 +24,7 @@ std::string safetensors_bytes(const NamedTensors& tensors,
                               const std::map<std::string, std::string>& metadata = {{"format", "pt"}});
 
 // Parses bytes written by any safetensors writer; `source` names the file in errors.
-NamedTensors parse_safetensors(const std::string& bytes, const std::string& source);
+NamedTensors parse_safetensors(std::string_view bytes, const std::string& source);
 
 // Writes the file atomically (temporary name, fsync, rename).
 void write_safetensors(const std::string& path, const NamedTensors& tensors);
