@@ -5,10 +5,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 
 namespace spread {
+namespace {
+
+// The rest of an open file's bytes (a pipe's, until its writer closes it), or false on a read error.
+bool read_to_end(int fd, std::string& out) {
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n == 0) return true;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    out.append(chunk, size_t(n));
+  }
+}
+
+}  // namespace
 
 MappedFile::MappedFile(const std::string& path, Access access) {
   refuse_non_file(path);
@@ -24,11 +41,11 @@ MappedFile::MappedFile(const std::string& path, Access access) {
       size_ = size_t(st.st_size);
     }
   }
+  // A pipe, or a file the kernel would not map, is read from the descriptor already open: a pipe opened a second
+  // time would wait for a second writer.
+  const bool read_ok = map_ || read_to_end(fd, read_);
   ::close(fd);
-  if (map_ || (regular && st.st_size == 0)) return;
-  auto bytes = read_whole_file(path);  // a pipe, or a file the kernel would not map
-  if (!bytes) throw user_error(path, 0, "", "cannot read the file", "check the path and its permissions");
-  read_ = std::move(*bytes);
+  if (!read_ok) throw user_error(path, 0, "", "cannot read the file", "check the path and its permissions");
 }
 
 MappedFile::~MappedFile() {
