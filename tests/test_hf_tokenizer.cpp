@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "python_env.h"
+#include "shared_data.h"
 #include "spread/data/hf/tokenizer.h"
 #include "spread/util/error.h"
 
@@ -33,7 +34,7 @@ namespace {
 
 const std::string kData = SPREAD_TEST_DATA_DIR;
 const std::string kText = kData + "/tokenizer_text";
-const std::string kShared = kData + "/../../../shared/data";
+const std::string kShared = spread::testing::shared_data_dir();  // SPREAD_DATA, else ../shared/data
 const std::string kRepo = kData + "/../..";
 
 std::string read_all(const std::string& path) {
