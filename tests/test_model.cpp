@@ -72,14 +72,15 @@ TEST(Transformer, HiddenStatesOnePerLayerPlusEmbeddings) {
 namespace {
 
 // Central differences in float64 against the analytic gradient, at three entries of every parameter.
-void expect_gradient_matches_finite_differences(const TransformerConfig& cfg, const torch::Tensor& key_padding = {}) {
+void expect_gradient_matches_finite_differences(const TransformerConfig& cfg, const torch::Tensor& key_padding = {},
+                                                bool pack_padding = false) {
   torch::manual_seed(1);
   Transformer model(cfg);
   model->to(torch::kDouble);
   auto x = torch::randint(0, cfg.vocab_size, {2, 6}, torch::kLong);
   auto t = torch::randint(0, cfg.vocab_size, {2, 6}, torch::kLong);
   auto loss_of = [&] {
-    return spread::TransformerImpl::lm_loss(model->forward(x, false, true, key_padding).logits, t);
+    return spread::TransformerImpl::lm_loss(model->forward(x, false, true, key_padding, pack_padding).logits, t);
   };
   loss_of().backward();
   const double h = 1e-6;
@@ -245,6 +246,109 @@ TEST(Transformer, RotaryModelsKeepNoTableOfEveryPosition) {
 // parameters (names, shapes, dtypes) and, once they are copied in, its logits bit for bit. It draws no random
 // numbers for its embeddings or the N(0, 0.02) initialisation: a model whose only matrices are embeddings leaves
 // the generator where it was, which the randomly initialised one does not.
+namespace {
+
+// The encoders a padded batch reaches: BERT's post-norm block, spread's pre-norm one, and ModernBERT's (rotary,
+// local windows, GeGLU) with grouped-query heads.
+std::vector<std::pair<std::string, TransformerConfig>> padded_encoders() {
+  TransformerConfig bert = tiny(/*causal=*/false);
+  bert.post_norm = true;
+  bert.type_vocab_size = 2;
+  bert.mlm_transform = true;
+  TransformerConfig modern = tiny_modernbert();
+  modern.n_kv_head = 2;
+  return {{"bert", bert}, {"pre-norm", tiny(/*causal=*/false)}, {"modernbert", modern}};
+}
+
+// A weighted sum of the valid rows of every output, so that one backward pass reaches every parameter; weights:
+// [T, C], of which the first T of the output are used.
+torch::Tensor probe_loss(const spread::TransformerOutput& out, const torch::Tensor& valid, const torch::Tensor& weights) {
+  auto w = weights.narrow(0, 0, out.final_hidden.size(1));
+  auto rows = valid.unsqueeze(-1).to(out.final_hidden.scalar_type());
+  auto loss = (out.final_hidden * w * rows).sum() + (out.logits * rows).pow(2).sum() * 1e-3;
+  for (const auto& h : out.hidden) loss = loss + (h * rows).sum() * 1e-2;
+  return loss;
+}
+
+}  // namespace
+
+// A batch an eighth or more padding, when its caller reads no padding row (pack_padding), runs its blocks on the
+// valid tokens only (PackedRows). The reference: each text alone, unpadded and unmasked. Every layer's hidden
+// states, the logits and every parameter's gradient agree; the padding rows are exactly zero, which shows the
+// packed path ran (without pack_padding the padding rows hold values).
+TEST(Transformer, APackedBatchEqualsEachTextAlone) {
+  const std::vector<int64_t> lengths = {12, 3, 7, 1};
+  auto valid = torch::zeros({4, 12}, torch::kBool);
+  for (int64_t b = 0; b < 4; ++b) valid[b].narrow(0, 0, lengths[b]).fill_(true);
+  for (const auto& [name, cfg] : padded_encoders()) {
+    SCOPED_TRACE(name);
+    torch::manual_seed(4);
+    Transformer model(cfg);
+    model->eval();
+    auto ids = torch::randint(0, cfg.vocab_size, {4, 12}, torch::kLong);
+    auto weights = torch::randn({12, cfg.n_embd});
+    auto batch = model->forward(ids, /*want_hidden=*/true, /*want_logits=*/true, valid, /*pack_padding=*/true);
+    probe_loss(batch, valid, weights).backward();
+    std::vector<torch::Tensor> batch_grads;
+    for (const auto& p : model->parameters()) batch_grads.push_back(p.grad().clone());
+    model->zero_grad();
+    torch::Tensor loss_alone = torch::zeros({});
+    for (int64_t b = 0; b < 4; ++b) {
+      auto alone = model->forward(ids[b].narrow(0, 0, lengths[b]).unsqueeze(0), true, true);
+      loss_alone = loss_alone + probe_loss(alone, torch::ones({1, lengths[b]}, torch::kBool), weights);
+      for (size_t l = 0; l < alone.hidden.size(); ++l)
+        EXPECT_TRUE(torch::allclose(batch.hidden[l][b].narrow(0, 0, lengths[b]), alone.hidden[l][0], 1e-5, 1e-5))
+            << "text " << b << ", hidden state " << l;
+      EXPECT_TRUE(torch::allclose(batch.logits[b].narrow(0, 0, lengths[b]), alone.logits[0], 1e-5, 1e-5)) << b;
+    }
+    loss_alone.backward();
+    const auto params = model->named_parameters();
+    for (size_t i = 0; i < params.size(); ++i)
+      EXPECT_TRUE(torch::allclose(batch_grads[i], params[i].value().grad(), 1e-4, 1e-5)) << params[i].key();
+    const auto unpacked = model->forward(ids, true, true, valid);
+    const auto at_padding = valid.logical_not().unsqueeze(-1);
+    for (size_t l = 1; l < batch.hidden.size(); ++l) {
+      EXPECT_EQ(batch.hidden[l].masked_select(at_padding).abs().max().item<float>(), 0.0f) << "hidden state " << l;
+      EXPECT_GT(unpacked.hidden[l].masked_select(at_padding).abs().max().item<float>(), 0.0f) << "hidden state " << l;
+    }
+  }
+}
+
+// Gradients of the packed path against central differences in float64, for ModernBERT's block (rotary positions
+// and local windows around the padding) and BERT's. The loss is over every position; the padding's logits are
+// constants of the packed path (the output bias of zero hidden states).
+TEST(Transformer, PackedBatchGradientMatchesFiniteDifferences) {
+  auto padding = torch::ones({2, 6}, torch::kBool);
+  padding[0].narrow(0, 4, 2).fill_(false);
+  padding[1].narrow(0, 2, 4).fill_(false);
+  ASSERT_TRUE(bool(spread::PackedRows::of(padding)));
+  expect_gradient_matches_finite_differences(tiny_modernbert(), padding, /*pack_padding=*/true);
+  TransformerConfig bert = tiny(false);
+  bert.post_norm = true;
+  expect_gradient_matches_finite_differences(bert, padding, /*pack_padding=*/true);
+}
+
+// Which batches are packed, and the rows they keep: b * T + t of each valid token, in order.
+TEST(Transformer, PackedRowsKeepTheValidTokensOfBatchesWorthPacking) {
+  auto valid = torch::tensor({1, 1, 0, 0, 1, 0, 1, 1}, torch::kBool).view({2, 4});
+  const auto packed = spread::PackedRows::of(valid);
+  ASSERT_TRUE(bool(packed));
+  EXPECT_TRUE(torch::equal(packed.index, torch::tensor({0, 1, 4, 6, 7}, torch::kLong)));
+  auto x = torch::arange(24, torch::kFloat).view({2, 4, 3});
+  auto rows = packed.unpad(x);
+  EXPECT_TRUE(torch::equal(rows.select(1, 0), torch::tensor({0.f, 3.f, 12.f, 18.f, 21.f})));
+  auto back = packed.pad(rows);
+  EXPECT_TRUE(torch::equal(back, x * valid.unsqueeze(-1)));
+  // One position in 16 is padding: below the share worth packing. No padding, or none given: not packed.
+  auto mostly = torch::ones({2, 8}, torch::kBool);
+  mostly[1][7] = false;
+  EXPECT_FALSE(bool(spread::PackedRows::of(mostly)));
+  mostly[0][7] = false;
+  EXPECT_TRUE(bool(spread::PackedRows::of(mostly)));  // 2 in 16 = 0.125
+  EXPECT_FALSE(bool(spread::PackedRows::of(torch::ones({2, 8}, torch::kBool))));
+  EXPECT_FALSE(bool(spread::PackedRows::of({})));
+}
+
 TEST(Transformer, AModelMadeForLoadingSkipsTheRandomInitialisation) {
   TransformerConfig bert_like = tiny(false);
   bert_like.type_vocab_size = 2;

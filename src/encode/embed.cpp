@@ -25,7 +25,8 @@ TextBatch pad_batch(const std::vector<const std::vector<int32_t>*>& seqs, int32_
 }
 
 torch::Tensor embed_batch(Transformer& model, const TextBatch& batch, Pooling pooling, int64_t pool_skip) {
-  auto out = model->forward(batch.ids, /*want_hidden=*/false, /*want_logits=*/false, batch.mask);
+  auto out = model->forward(batch.ids, /*want_hidden=*/false, /*want_logits=*/false, batch.mask,
+                            /*pack_padding=*/true);  // pooling reads the valid rows only
   if (pool_skip <= 0) return pool(pooling, out.final_hidden, batch.mask);
   auto pooled = batch.mask.clone();
   pooled.narrow(1, 0, std::min(pool_skip, pooled.size(1))).fill_(false);

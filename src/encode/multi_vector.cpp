@@ -97,7 +97,9 @@ TokenBatch document_batch(const std::vector<const std::vector<int32_t>*>& seqs, 
 }
 
 torch::Tensor encode_tokens(Transformer& model, const TokenBatch& batch) {
-  auto out = model->forward(batch.ids, /*want_hidden=*/false, /*want_logits=*/false, batch.attend);
+  // Packed unless a scored row is a key-masked one (queries expanded with [MASK] that attend to nothing).
+  const bool scores_padding = (batch.score & batch.attend.logical_not()).any().item<bool>();
+  auto out = model->forward(batch.ids, /*want_hidden=*/false, /*want_logits=*/false, batch.attend, !scores_padding);
   return model->token_vectors(out.final_hidden);
 }
 

@@ -56,6 +56,31 @@ std::pair<torch::Tensor, torch::Tensor> add_and_norm(const torch::Tensor& x, con
 
 }  // namespace
 
+PackedRows PackedRows::of(const torch::Tensor& key_padding) {
+  PackedRows packed;
+  if (!key_padding.defined() || !key_padding.device().is_cpu()) return packed;
+  const int64_t positions = key_padding.numel();
+  auto flat = key_padding.reshape({-1});
+  const int64_t valid = flat.sum().item<int64_t>();
+  // Below this share of padding the gathers and scatters around each attention cost more than the padded rows.
+  if (positions - valid < kMinPaddedShare * double(positions)) return packed;
+  packed.index = flat.nonzero().squeeze(1);
+  packed.batch = key_padding.size(0);
+  packed.length = key_padding.size(1);
+  return packed;
+}
+
+torch::Tensor PackedRows::pad(const torch::Tensor& rows) const {
+  const int64_t width = rows.size(-1);
+  return torch::zeros({batch * length, width}, rows.options())
+      .index_copy(0, index, rows)
+      .view({batch, length, width});
+}
+
+torch::Tensor PackedRows::unpad(const torch::Tensor& padded) const {
+  return padded.reshape({batch * length, padded.size(-1)}).index_select(0, index);
+}
+
 torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                            at::ScalarType dtype) {
   // A 16-bit model (every parameter converted) or a float32 product: LibTorch's linear as it is.
@@ -121,19 +146,22 @@ torch::Tensor SelfAttentionImpl::attention_mask(const torch::Tensor& key_padding
   return mask.defined() ? mask + pad : pad;
 }
 
-torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask, bool add_proj_bias) {
+torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask, bool add_proj_bias,
+                                         const PackedRows& packed) {
   TORCH_CHECK(!mask.defined() || mask.dim() == 4,
               "SelfAttention: mask must be the additive 4-D mask of attention_mask(), not key padding");
   auto qkv_out = mixed_linear(x, qkv->weight, qkv->bias, matmul_dtype_);  // [B, T, 3C], float32
+  if (packed) qkv_out = packed.pad(qkv_out);
   if (rope_ || n_kv_head_ != n_head_) qkv_out = rotate_and_expand(qkv_out);
   const double attention_dropout = is_training() ? dropout_ : 0.0;
   torch::Tensor y;
   if (fused_attention_supported(qkv_out)) {
     y = fused_attention(qkv_out, mask, n_head_, attention_dropout, causal_, window_);
   } else {
-    y = unfused_attention(qkv_out, window_ < 0 ? mask : local_mask(mask, x.size(1)), n_head_, attention_dropout,
-                          recompute_);
+    y = unfused_attention(qkv_out, window_ < 0 ? mask : local_mask(mask, qkv_out.size(1)), n_head_,
+                          attention_dropout, recompute_);
   }
+  if (packed) y = packed.unpad(y);
   return maybe_dropout(mixed_linear(y, proj->weight, add_proj_bias ? proj->bias : torch::Tensor(), matmul_dtype_),
                        dropout_, is_training());
 }
@@ -184,18 +212,19 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& ma
 }
 
 std::pair<torch::Tensor, torch::Tensor> BlockImpl::forward_fused(const torch::Tensor& x, const torch::Tensor& x_normed,
-                                                                 const torch::Tensor& mask,
-                                                                 const Norm& next_norm) {
+                                                                 const torch::Tensor& mask, const Norm& next_norm,
+                                                                 const PackedRows& packed) {
   // A branch's output bias moves into the residual add unless dropout comes between them.
   const bool fold = !(dropout_ > 0 && is_training());
-  auto [h, h_normed] =
-      add_and_norm(x, attn->forward(x_normed, mask, !fold), fold ? attn->proj->bias : torch::Tensor(), ln2);
+  auto [h, h_normed] = add_and_norm(x, attn->forward(x_normed, mask, !fold, packed),
+                                    fold ? attn->proj->bias : torch::Tensor(), ln2);
   return add_and_norm(h, mlp->forward(h_normed, !fold), fold ? mlp->proj->bias : torch::Tensor(), next_norm);
 }
 
-torch::Tensor BlockImpl::forward_post(const torch::Tensor& x, const torch::Tensor& mask) {
+torch::Tensor BlockImpl::forward_post(const torch::Tensor& x, const torch::Tensor& mask, const PackedRows& packed) {
   const bool fold = !(dropout_ > 0 && is_training());
-  auto h = add_and_norm(x, attn->forward(x, mask, !fold), fold ? attn->proj->bias : torch::Tensor(), ln1).second;
+  auto h = add_and_norm(x, attn->forward(x, mask, !fold, packed), fold ? attn->proj->bias : torch::Tensor(), ln1)
+               .second;
   return add_and_norm(h, mlp->forward(h, !fold), fold ? mlp->proj->bias : torch::Tensor(), ln2).second;
 }
 
@@ -252,7 +281,7 @@ void TransformerImpl::init_weights() {
 }
 
 TransformerOutput TransformerImpl::forward(const torch::Tensor& idx, bool want_hidden, bool want_logits,
-                                           const torch::Tensor& key_padding) {
+                                           const torch::Tensor& key_padding, bool pack_padding) {
   const int64_t T = idx.size(1);
   TORCH_CHECK(T <= cfg_.block_size, "sequence of length ", T, " exceeds block_size ", cfg_.block_size);
   auto x = wpe.is_empty() ? wte->forward(idx) : wte->forward(idx) + wpe->weight.narrow(0, 0, T);
@@ -264,12 +293,15 @@ TransformerOutput TransformerImpl::forward(const torch::Tensor& idx, bool want_h
   const int64_t n_blocks = int64_t(blocks->size());
   auto block = [&](int64_t i) { return blocks[i]->as<Block>(); };
   const auto mask = n_blocks == 0 ? torch::Tensor() : block(0)->attn->attention_mask(key_padding, T);
+  const PackedRows packed = n_blocks > 0 && pack_padding ? PackedRows::of(key_padding) : PackedRows();
+  if (packed) x = packed.unpad(x);
+  auto padded = [&](const torch::Tensor& rows) { return packed ? packed.pad(rows) : rows; };
   if (cfg_.post_norm) {
     for (int64_t i = 0; i < n_blocks; ++i) {
-      x = block(i)->forward_post(x, mask);
-      if (want_hidden) out.hidden.push_back(x);
+      x = block(i)->forward_post(x, mask, packed);
+      if (want_hidden) out.hidden.push_back(padded(x));
     }
-    out.final_hidden = x;
+    out.final_hidden = padded(x);
     if (want_logits) out.logits = output_logits(out.final_hidden);
     return out;
   }
@@ -279,10 +311,11 @@ TransformerOutput TransformerImpl::forward(const torch::Tensor& idx, bool want_h
                 : block(0)->ln1.is_empty() ? x
                                            : block(0)->ln1->forward(x);
   for (int64_t i = 0; i < n_blocks; ++i) {
-    std::tie(x, normed) = block(i)->forward_fused(x, normed, mask, i + 1 < n_blocks ? block(i + 1)->ln1 : ln_f);
-    if (want_hidden) out.hidden.push_back(x);
+    std::tie(x, normed) =
+        block(i)->forward_fused(x, normed, mask, i + 1 < n_blocks ? block(i + 1)->ln1 : ln_f, packed);
+    if (want_hidden) out.hidden.push_back(padded(x));
   }
-  out.final_hidden = normed;
+  out.final_hidden = padded(normed);
   if (want_logits) out.logits = output_logits(out.final_hidden);
   return out;
 }

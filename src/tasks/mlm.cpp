@@ -63,7 +63,9 @@ std::pair<torch::Tensor, int64_t> MaskedLanguageModelTask::batch_loss(
   MlmBatch m = mask_tokens(batch.ids, batch.mask, tokenizer_->special_ids(), recipe_.loss.mlm.mask_prob, seed);
   auto mask = batch.mask.to(device_);
   auto targets = m.targets.to(device_);
-  auto out = model->forward(m.inputs.to(device_), /*want_hidden=*/false, /*want_logits=*/false, mask);
+  // Only valid tokens are ever masked, so the loss reads no padding row.
+  auto out = model->forward(m.inputs.to(device_), /*want_hidden=*/false, /*want_logits=*/false, mask,
+                            /*pack_padding=*/true);
   // An imported BERT has its prediction head (transform, decoder bias); spread's own encoder the tied embedding.
   auto loss = model->config().mlm_transform
                   ? mlm_loss(out.final_hidden, targets, [&](const torch::Tensor& h) { return model->output_logits(h); })

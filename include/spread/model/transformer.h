@@ -78,6 +78,21 @@ struct TransformerConfig {
 torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                            at::ScalarType dtype);
 
+// The valid tokens of a right- or left-padded batch as rows: an encoder runs everything that works token by token
+// (the linear layers, norms, the MLP) on these N rows only, and pads them back to [B, T, ..] around attention.
+// A batch of short queries padded to its longest one is a quarter padding, and the matmuls are most of the step.
+struct PackedRows {
+  torch::Tensor index;  // [N] int64: b * T + t of each valid token, in batch order; undefined = not packed
+  int64_t batch = 0, length = 0;
+  // The packing of key_padding ([B, T] bool, true = valid) when it pays: a CPU batch with at least
+  // kMinPaddedShare of its positions padding. Otherwise (also for undefined key_padding) an unpacked one.
+  static PackedRows of(const torch::Tensor& key_padding);
+  static constexpr double kMinPaddedShare = 0.125;
+  explicit operator bool() const { return index.defined(); }
+  torch::Tensor pad(const torch::Tensor& rows) const;     // [N, W] -> [B, T, W], zeros at the padding
+  torch::Tensor unpad(const torch::Tensor& padded) const;  // [B, T, W] -> [N, W]
+};
+
 // Multi-head self-attention with one fused QKV projection and an additive mask. On CPU float32 with LibTorch's BLAS
 // visible (with or without attention dropout) the attention is one fused autograd node over the
 // projection's output (model/attention.h); elsewhere LibTorch operators, with cfg.recompute one node that keeps
@@ -88,7 +103,9 @@ class SelfAttentionImpl : public torch::nn::Module {
   explicit SelfAttentionImpl(const TransformerConfig& cfg, int64_t layer = 0);
   // x: [B, T, C]; mask: attention_mask(...) of this batch, or undefined when nothing is masked.
   // add_proj_bias = false leaves proj's bias out, for a caller that adds it itself (the block's residual add).
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask = {}, bool add_proj_bias = true);
+  // packed: x is packed rows [N, C] (PackedRows), padded for the attention and packed again after it.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask = {}, bool add_proj_bias = true,
+                        const PackedRows& packed = {});
   // The additive mask [1 | B, 1, T, T] (0 = attend, -inf = masked) for key_padding ([B, T] bool, true = valid,
   // or undefined) and this module's causality; undefined when nothing is masked. Built once per forward pass
   // and shared by the layers.
@@ -136,10 +153,12 @@ class BlockImpl : public torch::nn::Module {
   // The same block as the model runs it: x_normed = ln1(x) (computed by the previous block's last residual add),
   // and {output, next_norm(output)}, each residual add fused with the LayerNorm after it and the branch's output
   // bias (model/residual_norm.h). Equal to forward() up to float rounding.
+  // x and x_normed may be packed rows (packed as SelfAttention's).
   std::pair<torch::Tensor, torch::Tensor> forward_fused(const torch::Tensor& x, const torch::Tensor& x_normed,
-                                                        const torch::Tensor& mask, const Norm& next_norm);
+                                                        const torch::Tensor& mask, const Norm& next_norm,
+                                                        const PackedRows& packed = {});
   // A post-norm block (BERT): ln2(h + mlp(h)) for h = ln1(x + attn(x)), each add fused with its norm.
-  torch::Tensor forward_post(const torch::Tensor& x, const torch::Tensor& mask);
+  torch::Tensor forward_post(const torch::Tensor& x, const torch::Tensor& mask, const PackedRows& packed = {});
   Norm ln1{nullptr}, ln2{nullptr};  // ln1: none in block 0 without cfg.first_block_norm
   SelfAttention attn{nullptr};
   Mlp mlp{nullptr};
@@ -168,8 +187,11 @@ class TransformerImpl : public torch::nn::Module {
   explicit TransformerImpl(const TransformerConfig& cfg, WeightInit init = WeightInit::random);
 
   // idx: [B, T] int64 token ids, T <= block_size. key_padding: [B, T] bool (true = valid) or undefined.
+  // pack_padding: the caller reads nothing at the padding positions, so a batch with enough padding may run its
+  // blocks on the valid tokens only (PackedRows); hidden states and logits are then zero (logits: the output bias)
+  // there. False for callers that read outputs at key-masked positions (ColBERT's expanded queries).
   TransformerOutput forward(const torch::Tensor& idx, bool want_hidden = false, bool want_logits = true,
-                            const torch::Tensor& key_padding = {});
+                            const torch::Tensor& key_padding = {}, bool pack_padding = false);
 
   // Vocabulary logits [.., V] of final hidden states [.., C]: the MLM transform when the model has one, the tied
   // embedding, the decoder bias when there is one. What forward's logits are; the MLM loss calls it on the
