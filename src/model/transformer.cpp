@@ -60,12 +60,11 @@ PackedRows PackedRows::of(const torch::Tensor& key_padding) {
   PackedRows packed;
   if (!key_padding.defined() || !key_padding.device().is_cpu()) return packed;
   const int64_t positions = key_padding.numel();
-  auto flat = key_padding.reshape({-1});
-  const int64_t valid = flat.sum().item<int64_t>();
+  auto index = key_padding.reshape({-1}).nonzero().squeeze(1);
   // At this share of padding the gathers and scatters around each attention cost what the padded rows did in a
   // forward pass (a training step already gains 7%; docs/benchmarks.md); below it they were not measured.
-  if (positions - valid < kMinPaddedShare * double(positions)) return packed;
-  packed.index = flat.nonzero().squeeze(1);
+  if (positions - index.numel() < kMinPaddedShare * double(positions)) return packed;
+  packed.index = index;
   packed.batch = key_padding.size(0);
   packed.length = key_padding.size(1);
   return packed;
