@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -320,6 +321,9 @@ std::optional<DistributedEnv> distributed_env() {
 
 std::unique_ptr<ProcessGroup> ProcessGroup::connect(const DistributedEnv& env, const torch::Device& device) {
   const std::chrono::milliseconds timeout(env.timeout_s * 1000);
+  // A write to a peer that died raises SIGPIPE, which killed this rank silently (exit 141) before the collective
+  // could fail with the error that says a rank was lost; ignored, the write fails with EPIPE instead.
+  std::signal(SIGPIPE, SIG_IGN);
   auto store = open_store(env, timeout);
   c10::intrusive_ptr<Collectives> group;
   try {
