@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "spread/model/attention.h"
+#include "spread/runtime/precision.h"
 
 namespace {
 
@@ -306,6 +307,95 @@ TEST(AttentionDropoutNoise, KeepsOneMinusPOfTheEntriesScaledByItsInverse) {
   const double n = double(noise.numel()), kept = (noise > 0).sum().item<double>();
   EXPECT_NEAR(kept / n, 1 - p, 4 * std::sqrt(p * (1 - p) / n));  // 4 binomial standard deviations
   EXPECT_TRUE(torch::all((noise == 0) | (noise == float(1 / (1 - p)))).item<bool>());
+}
+
+// bf16 products (the model's bf16 precision). The kernel rounds qkv, dy, the probabilities P and the score
+// gradient dS to bf16 (relative error <= u = 2^-8 each) and accumulates every product in float32. Bounds of each
+// output's error against float64 attention on the same inputs, propagated through the formulas elementwise
+// (absolute values of each factor), with a float32 allowance (relative 2e-5 of the same magnitudes, plus 1e-6):
+//   y  = P_ v_                  |dy| <= u P |v|
+//   dv = P_^T dy_               (2u + u^2) P^T |dy|
+//   dP = dy_ v^T                e_dP = u |dy| |v|^T
+//   dS = P * (dP - rowsum(P dP)) e_dS = P * (e_dP + rowsum(P e_dP)), then rounded: + u (|dS| + e_dS)
+//   dq = dS_ k s, dk = dS_^T q s (s = 1/sqrt(D))   s e_dS |k|, s e_dS^T |q|
+// (qkv is given bf16-exact here, so its rounding is exact; dy is not.)
+struct Bf16AttentionBounds {
+  torch::Tensor y, grad;  // [B, T, C] and [B, T, 3C], float64
+};
+
+Bf16AttentionBounds bf16_attention_bounds(const torch::Tensor& qkv, const torch::Tensor& dy, const torch::Tensor& mask,
+                                          int64_t n_head) {
+  const double u = 1.0 / 256.0, f32 = 2e-5, floor = 1e-6;
+  const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, D = C / n_head;
+  const double scale = 1.0 / std::sqrt(double(D));
+  auto heads = [&](const torch::Tensor& x) { return x.view({B, T, n_head, D}).transpose(1, 2); };
+  auto merge = [&](const torch::Tensor& x) { return x.transpose(1, 2).reshape({B, T, n_head * D}); };
+  auto parts = qkv.split(C, -1);
+  auto q = heads(parts[0]), k = heads(parts[1]), v = heads(parts[2]), g = heads(dy);
+  auto scores = torch::matmul(q, k.transpose(-1, -2)) * scale;
+  if (mask.defined()) scores = scores + mask;
+  auto P = torch::softmax(scores, -1);
+  auto dP = torch::matmul(g, v.transpose(-1, -2));
+  auto dS = P * (dP - (P * dP).sum(-1, true));
+  auto Pv = torch::matmul(P, v.abs()), Pdy = torch::matmul(P.transpose(-1, -2), g.abs());
+  auto y_bound = (u + f32) * Pv + floor;
+  auto dv_bound = (2 * u + u * u + f32) * Pdy + floor;
+  auto e_dP = (u + f32) * torch::matmul(g.abs(), v.abs().transpose(-1, -2));
+  auto e_dS = P * (e_dP + (P * e_dP).sum(-1, true)) + f32 * P * (dP.abs() + (P * dP.abs()).sum(-1, true));
+  e_dS = e_dS + u * (dS.abs() + e_dS);
+  auto dq_bound = scale * (torch::matmul(e_dS, k.abs()) + f32 * torch::matmul(dS.abs(), k.abs())) + floor;
+  auto dk_bound =
+      scale * (torch::matmul(e_dS.transpose(-1, -2), q.abs()) + f32 * torch::matmul(dS.abs().transpose(-1, -2), q.abs())) +
+      floor;
+  return {merge(y_bound), torch::cat({merge(dq_bound), merge(dk_bound), merge(dv_bound)}, -1)};
+}
+
+bool bf16_products_available() { return spread::fused_attention_has_bf16_products(); }
+
+// The fused kernel with bf16 products within the bounds above of float64, and outside what float32 products give
+// somewhere (so the products really were bf16). kernel_causal: the kernel's row blocks, the reference's causal mask.
+void expect_bf16_products_within_bounds(const torch::Tensor& mask, int64_t T, bool kernel_causal) {
+  torch::manual_seed(13);
+  auto qkv = torch::randn({kB, T, 3 * kC}).to(torch::kBFloat16).to(torch::kFloat);  // bf16-exact inputs
+  auto weights = torch::randn({kB, T, kC});  // dL/dy, rounded by the kernel
+  auto ref_mask = kernel_causal ? causal_mask(T) : mask;
+  if (kernel_causal && mask.defined()) ref_mask = ref_mask + mask;
+  auto low = differentiate(qkv, weights, [&](const torch::Tensor& x) {
+    return spread::fused_attention(x, mask, kH, 0.0, kernel_causal, -1, torch::kBFloat16);
+  });
+  auto ref = run(qkv.to(torch::kDouble), weights.to(torch::kDouble), false,
+                 ref_mask.defined() ? ref_mask.to(torch::kDouble) : ref_mask);
+  auto bounds = bf16_attention_bounds(qkv.to(torch::kDouble), weights.to(torch::kDouble),
+                                      ref_mask.defined() ? ref_mask.to(torch::kDouble) : ref_mask, kH);
+  auto y_err = (low.y.to(torch::kDouble) - ref.y).abs(), grad_err = (low.grad.to(torch::kDouble) - ref.grad).abs();
+  EXPECT_LE((y_err - bounds.y).max().item<double>(), 0.0) << "y outside the bf16 bound";
+  EXPECT_LE((grad_err - bounds.grad).max().item<double>(), 0.0) << "dqkv outside the bf16 bound";
+  for (int64_t part = 0; part < 3; ++part)  // q, k and v each: their gradient's products ran in bf16 too
+    EXPECT_GT(grad_err.narrow(-1, part * kC, kC).max().item<double>(), 1e-4) << "part " << part << " as exact as float32";
+  EXPECT_GT(y_err.max().item<double>(), 1e-4) << "y as exact as float32 products";
+}
+
+TEST_F(FusedAttention, Bf16ProductsAreWithinTheirRoundingBoundsOfFloat64) {
+  if (!bf16_products_available()) GTEST_SKIP() << "no bf16 GEMM (dnnl_gemm_bf16bf16f32, cblas_gemm_bf16bf16f32) here";
+  expect_bf16_products_within_bounds({}, kT, false);
+  expect_bf16_products_within_bounds(padding_mask(), kT, false);
+  // Three row blocks of 64 with causal column ranges, whose dk and dv products accumulate (beta = 1).
+  expect_bf16_products_within_bounds({}, 150, true);
+}
+
+TEST_F(FusedAttention, Bf16ProductsRunWhereTheProcessHasABf16Gemm) {
+  EXPECT_THROW(spread::fused_attention(torch::randn({kB, kT, 3 * kC}), {}, kH, 0.0, false, -1, torch::kHalf),
+               c10::Error);
+#if SPREAD_EXPECT_FUSED_ATTENTION
+  // Debian's LibTorch links libdnnl, whose dnnl_gemm_bf16bf16f32 runs where the CPU has bf16 instructions.
+  if (!spread::cpu_bf16_flags().empty()) EXPECT_TRUE(bf16_products_available());
+#endif
+  if (bf16_products_available()) return;
+  // Without one, kBFloat16 runs the float32 products: the same numbers as kFloat.
+  torch::manual_seed(14);
+  auto qkv = torch::randn({kB, kT, 3 * kC});
+  EXPECT_TRUE(torch::equal(spread::fused_attention(qkv, {}, kH, 0.0, false, -1, torch::kBFloat16),
+                           spread::fused_attention(qkv, {}, kH)));
 }
 
 TEST_F(FusedAttention, RejectsAMaskOfTheWrongShape) {

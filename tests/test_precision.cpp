@@ -13,6 +13,7 @@
 #include "spread/log/metrics_log.h"
 #include "spread/losses/contrastive.h"
 #include "spread/losses/dispersion.h"
+#include "spread/model/attention.h"
 #include "spread/model/recompute.h"
 #include "spread/model/transformer.h"
 #include "spread/run/checkpoint.h"
@@ -208,6 +209,27 @@ TEST(MixedLinear, ModernBlockLossesInBf16StayWithinTolerancesOfFloat32) {
   modernbert.n_head = 2, modernbert.causal = false, modernbert.rope = true, modernbert.gated_mlp = true;
   modernbert.intermediate_size = 48, modernbert.attention_window = 4, modernbert.global_every = 2;
   expect_bf16_losses_close_to_float32(modernbert);
+}
+
+// The bf16 model's attention multiplies in bf16 too: SelfAttention's output is the fused kernel's with bf16
+// products between its two bf16 linear layers, and not the float32 kernel's.
+TEST(MixedLinear, AttentionOfABf16ModelTakesBf16Products) {
+  if (!spread::fused_attention_supported(torch::zeros({1, 1, 3})) || !spread::fused_attention_has_bf16_products())
+    GTEST_SKIP() << "no fused attention with bf16 products in this process";
+  spread::TransformerConfig cfg;
+  cfg.n_embd = 32, cfg.n_head = 4, cfg.block_size = 16, cfg.dropout = 0.0, cfg.matmul_dtype = torch::kBFloat16;
+  torch::manual_seed(15);
+  spread::SelfAttention attention(cfg);
+  auto x = torch::randn({2, 16, 32});
+  auto mask = attention->attention_mask({}, 16);
+  auto y = attention->forward(x, mask);
+  auto qkv = spread::mixed_linear(x, attention->qkv->weight, attention->qkv->bias, torch::kBFloat16);
+  auto with_products = [&](at::ScalarType products) {
+    auto a = spread::fused_attention(qkv, mask, cfg.n_head, 0.0, cfg.causal, -1, products);
+    return spread::mixed_linear(a, attention->proj->weight, attention->proj->bias, torch::kBFloat16);
+  };
+  EXPECT_TRUE(torch::equal(y, with_products(torch::kBFloat16)));
+  EXPECT_FALSE(torch::equal(y, with_products(torch::kFloat)));
 }
 
 TEST(Precision, RecipeKeyIsFp32ByDefaultAndRejectsOtherNamesByKey) {

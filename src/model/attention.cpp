@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace spread {
@@ -69,6 +70,67 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
   call_sgemm(blas_sgemm(), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+// bf16 operands as their bits (the upper half of a float32), the type both libraries below take.
+using Bf16 = uint16_t;
+
+Bf16 to_bf16(float f) {  // round to nearest even; the attention's operands are finite
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return Bf16((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+// C (float32) = alpha op(A) op(B) + beta C for bf16 A and B with float32 accumulation, all row-major: oneDNN's
+// dnnl_gemm_bf16bf16f32 (Debian's LibTorch links libdnnl, which exports it) or MKL's cblas_gemm_bf16bf16f32 (the
+// torch wheel's LibTorch exports it), found in the process like sgemm_ above.
+struct Bf16Gemm {
+  using Dnnl = int (*)(char, char, int64_t, int64_t, int64_t, float, const Bf16*, int64_t, const Bf16*, int64_t, float,
+                       float*, int64_t);
+  using Cblas = void (*)(int, int, int, int, int, int, float, const Bf16*, int, const Bf16*, int, float, float*, int);
+  Dnnl dnnl = nullptr;
+  Cblas cblas = nullptr;
+
+  void operator()(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const Bf16* a,
+                  int64_t lda, const Bf16* b, int64_t ldb, float beta, float* c, int64_t ldc) const {
+    if (dnnl) {
+      dnnl(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      return;
+    }
+    constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;  // CBLAS_LAYOUT, CBLAS_TRANSPOSE
+    cblas(kRowMajor, trans_a ? kTrans : kNoTrans, trans_b ? kTrans : kNoTrans, int(m), int(n), int(k), alpha, a,
+          int(lda), b, int(ldb), beta, c, int(ldc));
+  }
+
+  // The same small product as computes_correctly, in bf16 (small integers are exact there).
+  bool computes_correctly() const {
+    const float a32[] = {1, 3, 5, -1, 2, 4, 6, -1}, b32[] = {1, 2, 3, -1, 4, 5, 6, -1};
+    Bf16 a[8], b[8];
+    std::transform(a32, a32 + 8, a, to_bf16);
+    std::transform(b32, b32 + 8, b, to_bf16);
+    float c[] = {7, 7, 7, 7, 7, 7};
+    (*this)(false, true, 2, 2, 3, 1.0f, a, 4, b, 4, 0.0f, c, 3);
+    const float expected[] = {22, 49, 7, 28, 64, 7};
+    return std::equal(c, c + 6, expected);
+  }
+  explicit operator bool() const { return dnnl || cblas; }
+};
+
+const Bf16Gemm& bf16_gemm_found() {
+  static const Bf16Gemm found = [] {
+    Bf16Gemm dnnl, cblas;
+    dnnl.dnnl = reinterpret_cast<Bf16Gemm::Dnnl>(dlsym(RTLD_DEFAULT, "dnnl_gemm_bf16bf16f32"));
+    if (dnnl && dnnl.computes_correctly()) return dnnl;
+    cblas.cblas = reinterpret_cast<Bf16Gemm::Cblas>(dlsym(RTLD_DEFAULT, "cblas_gemm_bf16bf16f32"));
+    if (cblas && cblas.computes_correctly()) return cblas;
+    return Bf16Gemm{};
+  }();
+  return found;
+}
+
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const Bf16* a, int64_t lda,
+          const Bf16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  bf16_gemm_found()(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 // OpenBLAS's pthread build may thread each sgemm_ itself (it checks for enclosing OpenMP regions only in its
 // OpenMP build): heads then run one after another rather than N x N threads.
 int64_t head_grain(int64_t heads) {
@@ -108,6 +170,26 @@ struct RowBlock {
     return e;
   }
 };
+
+// The rows x cols block at s (row stride ld) rounded to bf16 into `to` (the same layout).
+SPREAD_VECTOR_CLONES void round_rows_to_bf16(const float* s, int rows, int cols, int64_t ld, Bf16* to) {
+  for (int i = 0; i < rows; ++i) {
+    const float* row = s + i * ld;
+    Bf16* out = to + i * ld;
+#pragma omp simd
+    for (int j = 0; j < cols; ++j) out[j] = to_bf16(row[j]);
+  }
+}
+
+// The probabilities (or their gradient) of a row block as the next product's operand, in the products' type: the
+// float32 rows themselves, or rounded to bf16 into `low` (the same layout), as PyTorch's autocast attention rounds
+// its probabilities before P v.
+const float* operand(const float* s, const RowBlock&, std::vector<float>&) { return s; }
+const Bf16* operand(const float* s, const RowBlock& b, std::vector<Bf16>& low) {
+  Bf16* out = low.data() + b.row0 * b.ld;
+  round_rows_to_bf16(s, b.rows, b.cols, b.ld, out);
+  return out;
+}
 
 // Scores (already scaled) plus mask to probabilities, in place, row by row; lse gets each row's log-sum-exp.
 // A row with nothing to attend to (a padding query outside every valid key's window) becomes 0 with lse = +inf, so
@@ -205,9 +287,10 @@ struct Geometry {
     return blocks;
   }
   // scores = q k^T * scale for the rows and columns of block b of head bh, into the T x T row-major buffer's
-  // rows b.row0 onward (buffer column j = key b.col0 + j).
-  void scaled_scores(const float* qkv, int64_t bh, const RowBlock& b, float* scores) const {
-    const float* q = qkv + qkv_offset(bh);
+  // rows b.row0 onward (buffer column j = key b.col0 + j). Operand: float or Bf16, qkv's elements in that type.
+  template <class Operand>
+  void scaled_scores(const Operand* qkv, int64_t bh, const RowBlock& b, float* scores) const {
+    const Operand* q = qkv + qkv_offset(bh);
     gemm(false, true, b.rows, b.cols, D, scale, q + int64_t(b.row0) * 3 * C, 3 * C, q + C + int64_t(b.col0) * 3 * C,
          3 * C, 0.0f, scores + int64_t(b.row0) * T, T);
   }
@@ -223,37 +306,91 @@ at::Tensor checked_mask(const at::Tensor& mask, const at::Tensor& qkv) {
   return mask.stride(3) == 1 ? mask : mask.contiguous();
 }
 
+// The forward pass over all heads: y (float32 [B, T, C]) and each row's log-sum-exp, from qkv's elements x in the
+// products' type (float: sgemm_; Bf16: the bf16 GEMM, the probabilities rounded to bf16 before P v).
+template <class Operand>
+void attention_forward(const Geometry& g, const std::vector<RowBlock>& blocks, const Operand* x,
+                       const float* noise_all, float* out, float* lse_all) {
+  at::parallel_for(0, g.heads, head_grain(g.heads), [&](int64_t begin, int64_t end) {
+    const int64_t T = g.T, C = g.C;
+    std::vector<float> scores(size_t(T) * T);
+    std::vector<Operand> low(std::is_same<Operand, float>::value ? 0 : size_t(T) * T);
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const Operand* v = x + g.qkv_offset(bh) + 2 * C;
+      for (const auto& b : blocks) {
+        float* s = scores.data() + b.row0 * T;
+        g.scaled_scores(x, bh, b, scores.data());
+        softmax_rows(s, b, g.mask_of(bh, b), g.mask_ld, lse_all + bh * T + b.row0);
+        if (noise_all) multiply_rows(s, T, noise_all + (bh * T + b.row0) * T + b.col0, T, b.rows, b.cols);
+        gemm(false, false, b.rows, g.D, b.cols, 1.0f, operand(s, b, low), T, v + b.col0 * 3 * C, 3 * C, 0.0f,
+             out + g.out_offset(bh) + b.row0 * C, C);
+      }
+    }
+  });
+}
+
+// The backward pass over all heads into dx (float32 [B, T, 3C]): x and dy_all (dL/dy) in the products' type, as
+// attention_forward. `blocks` in reverse order (see FusedAttention::backward).
+template <class Operand>
+void attention_backward(const Geometry& g, const std::vector<RowBlock>& blocks, int window, const Operand* x,
+                        const Operand* dy_all, const float* noise_all, const float* lse_all, float* dx) {
+  at::parallel_for(0, g.heads, head_grain(g.heads), [&](int64_t begin, int64_t end) {
+    const int64_t T = g.T, D = g.D, C = g.C, ld = 3 * C;
+    std::vector<float> probs(size_t(T) * T), dprobs(size_t(T) * T);
+    std::vector<Operand> low(std::is_same<Operand, float>::value ? 0 : size_t(T) * T);
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const Operand *q = x + g.qkv_offset(bh), *k = q + C, *v = q + 2 * C, *dy_head = dy_all + g.out_offset(bh);
+      float *dq = dx + g.qkv_offset(bh), *dk = dq + C, *dv = dq + 2 * C;
+      if (window >= 0)
+        for (int64_t t = 0; t < T; ++t) {
+          std::fill(dk + t * ld, dk + t * ld + D, 0.0f);
+          std::fill(dv + t * ld, dv + t * ld + D, 0.0f);
+        }
+      for (const auto& b : blocks) {
+        const Operand* dy = dy_head + b.row0 * C;
+        float *p = probs.data() + b.row0 * T, *dp = dprobs.data() + b.row0 * T;
+        const float beta = b.cols == T && window < 0 ? 0.0f : 1.0f;
+        const int64_t key0 = int64_t(b.col0) * ld;  // the block's first key row in qkv and its gradient
+        g.scaled_scores(x, bh, b, probs.data());
+        // With dropout y = (P * noise) v: dL/d(P * noise) = dy v^T, dL/dP = that * noise, and dv uses P * noise.
+        const float* noise = noise_all ? noise_all + (bh * T + b.row0) * T + b.col0 : nullptr;
+        gemm(false, true, b.rows, b.cols, D, 1.0f, dy, C, v + key0, ld, 0.0f, dp, T);
+        if (noise) multiply_rows(dp, T, noise, T, b.rows, b.cols);
+        softmax_backward_rows(p, dp, b, g.mask_of(bh, b), g.mask_ld, lse_all + bh * T + b.row0);
+        if (noise) multiply_rows(p, T, noise, T, b.rows, b.cols);
+        gemm(true, false, b.cols, D, b.rows, 1.0f, operand(p, b, low), T, dy, C, beta, dv + key0, ld);
+        const Operand* ds = operand(dp, b, low);  // dL/dscores; P's rounded copy is used up
+        gemm(false, false, b.rows, D, b.cols, g.scale, ds, T, k + key0, ld, 0.0f, dq + b.row0 * ld, ld);
+        gemm(true, false, b.cols, D, b.rows, g.scale, ds, T, q + b.row0 * ld, ld, beta, dk + key0, ld);
+      }
+    }
+  });
+}
+
+const Bf16* bf16_data(const at::Tensor& t) { return reinterpret_cast<const Bf16*>(t.data_ptr<at::BFloat16>()); }
+
 struct FusedAttention : torch::autograd::Function<FusedAttention> {
-  // mask is an optional: LibTorch's custom functions take an undefined input only that way.
+  // mask is an optional: LibTorch's custom functions take an undefined input only that way. bf16_products: the
+  // products take bf16 operands (qkv, the probabilities and dy rounded), accumulating in float32.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qkv, const c10::optional<at::Tensor>& mask,
                             int64_t n_head, const c10::optional<at::Tensor>& dropout_noise, bool causal,
-                            int64_t window) {
+                            int64_t window, bool bf16_products) {
     const at::Tensor m = mask.value_or(at::Tensor());
     const at::Tensor noise = dropout_noise.value_or(at::Tensor());
     const float* noise_all = noise.defined() ? noise.data_ptr<float>() : nullptr;
     const Geometry g(qkv, m, n_head);
     auto y = at::empty({g.B, g.T, g.C}, qkv.options());
     auto lse = at::empty({g.heads, g.T}, qkv.options());
-    const float* x = qkv.data_ptr<float>();
-    float* out = y.data_ptr<float>();
-    float* lse_all = lse.data_ptr<float>();
     const auto blocks = g.row_blocks(causal, int(window));
-    at::parallel_for(0, g.heads, head_grain(g.heads), [&](int64_t begin, int64_t end) {
-      std::vector<float> scores(size_t(g.T) * g.T);
-      const int64_t T = g.T, C = g.C;
-      for (int64_t bh = begin; bh < end; ++bh) {
-        const float* v = x + g.qkv_offset(bh) + 2 * C;
-        for (const auto& b : blocks) {
-          float* s = scores.data() + b.row0 * T;
-          g.scaled_scores(x, bh, b, scores.data());
-          softmax_rows(s, b, g.mask_of(bh, b), g.mask_ld, lse_all + bh * T + b.row0);
-          if (noise_all) multiply_rows(s, T, noise_all + (bh * T + b.row0) * T + b.col0, T, b.rows, b.cols);
-          gemm(false, false, b.rows, g.D, b.cols, 1.0f, s, T, v + b.col0 * 3 * C, 3 * C, 0.0f,
-               out + g.out_offset(bh) + b.row0 * C, C);
-        }
-      }
-    });
-    ctx->save_for_backward({qkv});
+    if (bf16_products) {
+      // Only the rounded copy is kept for backward (half the float32 input's memory).
+      const at::Tensor low = qkv.to(at::kBFloat16);
+      attention_forward(g, blocks, bf16_data(low), noise_all, y.data_ptr<float>(), lse.data_ptr<float>());
+      ctx->saved_data["qkv_bf16"] = low;  // internal, like lse
+    } else {
+      attention_forward(g, blocks, qkv.data_ptr<float>(), noise_all, y.data_ptr<float>(), lse.data_ptr<float>());
+      ctx->save_for_backward({qkv});
+    }
     ctx->saved_data["lse"] = lse;  // internal, never differentiated
     if (m.defined()) ctx->saved_data["mask"] = m;  // a constant: no gradient, no version check needed
     if (noise.defined()) ctx->saved_data["noise"] = noise;  // internal, like lse
@@ -264,7 +401,9 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const at::Tensor qkv = ctx->get_saved_variables()[0];
+    const auto low_found = ctx->saved_data.find("qkv_bf16");
+    const bool bf16_products = low_found != ctx->saved_data.end();
+    const at::Tensor qkv = bf16_products ? low_found->second.toTensor() : ctx->get_saved_variables()[0];
     const at::Tensor lse = ctx->saved_data["lse"].toTensor();
     const auto found = ctx->saved_data.find("mask");
     const at::Tensor mask = found == ctx->saved_data.end() ? at::Tensor() : found->second.toTensor();
@@ -272,48 +411,23 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     const float* noise_all =
         noise_found == ctx->saved_data.end() ? nullptr : noise_found->second.toTensor().data_ptr<float>();
     const Geometry g(qkv, mask, ctx->saved_data["n_head"].toInt());
-    const at::Tensor grad_y = grads[0].contiguous();
-    auto grad_qkv = at::empty_like(qkv);
-    const float* x = qkv.data_ptr<float>();
-    const float* dy_all = grad_y.data_ptr<float>();
-    const float* lse_all = lse.data_ptr<float>();
-    float* dx = grad_qkv.data_ptr<float>();
+    auto grad_qkv = at::empty(qkv.sizes(), qkv.options().dtype(at::kFloat));
     // Without a window, last block first: it spans every key column, so its dk and dv products (beta = 0)
     // initialise the whole head and the shorter blocks before it add to their leading rows. Windowed blocks span
     // overlapping column ranges: dk and dv start at zero and every block adds.
     const int window = int(ctx->saved_data["window"].toInt());
     auto blocks = g.row_blocks(ctx->saved_data["causal"].toBool(), window);
     std::reverse(blocks.begin(), blocks.end());
-    at::parallel_for(0, g.heads, head_grain(g.heads), [&](int64_t begin, int64_t end) {
-      const int64_t T = g.T, D = g.D, C = g.C, ld = 3 * C;
-      std::vector<float> probs(size_t(T) * T), dprobs(size_t(T) * T);
-      for (int64_t bh = begin; bh < end; ++bh) {
-        const float *q = x + g.qkv_offset(bh), *k = q + C, *v = q + 2 * C, *dy_head = dy_all + g.out_offset(bh);
-        float *dq = dx + g.qkv_offset(bh), *dk = dq + C, *dv = dq + 2 * C;
-        if (window >= 0)
-          for (int64_t t = 0; t < T; ++t) {
-            std::fill(dk + t * ld, dk + t * ld + D, 0.0f);
-            std::fill(dv + t * ld, dv + t * ld + D, 0.0f);
-          }
-        for (const auto& b : blocks) {
-          const float* dy = dy_head + b.row0 * C;
-          float *p = probs.data() + b.row0 * T, *dp = dprobs.data() + b.row0 * T;
-          const float beta = b.cols == T && window < 0 ? 0.0f : 1.0f;
-          const int64_t key0 = int64_t(b.col0) * ld;  // the block's first key row in qkv and its gradient
-          g.scaled_scores(x, bh, b, probs.data());
-          // With dropout y = (P * noise) v: dL/d(P * noise) = dy v^T, dL/dP = that * noise, and dv uses P * noise.
-          const float* noise = noise_all ? noise_all + (bh * T + b.row0) * T + b.col0 : nullptr;
-          gemm(false, true, b.rows, b.cols, D, 1.0f, dy, C, v + key0, ld, 0.0f, dp, T);
-          if (noise) multiply_rows(dp, T, noise, T, b.rows, b.cols);
-          softmax_backward_rows(p, dp, b, g.mask_of(bh, b), g.mask_ld, lse_all + bh * T + b.row0);
-          if (noise) multiply_rows(p, T, noise, T, b.rows, b.cols);
-          gemm(true, false, b.cols, D, b.rows, 1.0f, p, T, dy, C, beta, dv + key0, ld);
-          gemm(false, false, b.rows, D, b.cols, g.scale, dp, T, k + key0, ld, 0.0f, dq + b.row0 * ld, ld);
-          gemm(true, false, b.cols, D, b.rows, g.scale, dp, T, q + b.row0 * ld, ld, beta, dk + key0, ld);
-        }
-      }
-    });
-    return {grad_qkv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    if (bf16_products) {
+      const at::Tensor grad_y = grads[0].to(at::kBFloat16).contiguous();
+      attention_backward(g, blocks, window, bf16_data(qkv), bf16_data(grad_y), noise_all, lse.data_ptr<float>(),
+                         grad_qkv.data_ptr<float>());
+    } else {
+      const at::Tensor grad_y = grads[0].contiguous();
+      attention_backward(g, blocks, window, qkv.data_ptr<float>(), grad_y.data_ptr<float>(), noise_all,
+                         lse.data_ptr<float>(), grad_qkv.data_ptr<float>());
+    }
+    return {grad_qkv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -323,6 +437,8 @@ bool fused_attention_supported(const at::Tensor& qkv) {
   return qkv.is_cpu() && qkv.scalar_type() == at::kFloat && blas_sgemm() != nullptr;
 }
 
+bool fused_attention_has_bf16_products() { return bool(bf16_gemm_found()); }
+
 at::Tensor attention_dropout_noise(int64_t heads, int64_t T, double p, const at::TensorOptions& options) {
   auto noise = at::empty({heads, T, T}, options);
   noise.bernoulli_(1 - p);
@@ -331,7 +447,7 @@ at::Tensor attention_dropout_noise(int64_t heads, int64_t T, double p, const at:
 }
 
 at::Tensor fused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_t n_head, double dropout,
-                           bool causal, int64_t window) {
+                           bool causal, int64_t window, at::ScalarType products) {
   TORCH_CHECK(fused_attention_supported(qkv), "fused_attention: needs a CPU float32 qkv and a loaded BLAS");
   TORCH_CHECK(qkv.dim() == 3 && qkv.size(2) % (3 * n_head) == 0, "fused_attention: qkv must be [B, T, 3C] with C ",
               "divisible by n_head = ", n_head, ", got ", qkv.sizes());
@@ -343,7 +459,11 @@ at::Tensor fused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_
       dropout > 0 ? attention_dropout_noise(qkv.size(0) * n_head, qkv.size(1), dropout, qkv.options()) : at::Tensor();
   TORCH_CHECK(window >= -1, "fused_attention: window must be >= 0, or -1 for none, got ", window);
   const int64_t w = std::min<int64_t>(window, qkv.size(1));  // a window past the sequence sees all of it
-  return FusedAttention::apply(qkv.contiguous(), optional_input(m), n_head, optional_input(noise), causal, w);
+  TORCH_CHECK(products == at::kFloat || products == at::kBFloat16,
+              "fused_attention: products must be float32 or bf16, got ", products);
+  const bool bf16_products = products == at::kBFloat16 && fused_attention_has_bf16_products();
+  return FusedAttention::apply(qkv.contiguous(), optional_input(m), n_head, optional_input(noise), causal, w,
+                               bf16_products);
 }
 
 at::Tensor window_mask(int64_t T, int64_t window, const at::TensorOptions& options) {

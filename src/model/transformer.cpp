@@ -156,7 +156,7 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Te
   const double attention_dropout = is_training() ? dropout_ : 0.0;
   torch::Tensor y;
   if (fused_attention_supported(qkv_out)) {
-    y = fused_attention(qkv_out, mask, n_head_, attention_dropout, causal_, window_);
+    y = fused_attention(qkv_out, mask, n_head_, attention_dropout, causal_, window_, matmul_dtype_);
   } else {
     y = unfused_attention(qkv_out, window_ < 0 ? mask : local_mask(mask, qkv_out.size(1)), n_head_,
                           attention_dropout, recompute_);

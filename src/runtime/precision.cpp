@@ -110,8 +110,8 @@ PrecisionPlan plan_precision(const std::string& requested, const c10::Device& de
 
 std::string PrecisionPlan::header_line() const {
   if (used == "bf16")
-    return "precision: bf16 for linear layers and the LM head (float32 accumulation); float32 weights, optimizer, "
-           "attention, LayerNorm, GELU, losses (" + reason + ")";
+    return "precision: bf16 for the products of linear layers, the LM head and CPU attention (float32 "
+           "accumulation); float32 weights, optimizer, softmax, LayerNorm, GELU, losses (" + reason + ")";
   if (requested == "bf16") return "warning: train.precision = \"bf16\" falls back to float32: " + reason;
   return "precision: fp32";
 }

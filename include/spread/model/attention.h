@@ -29,8 +29,17 @@ bool fused_attention_supported(const at::Tensor& qkv);
 // window >= 0 restricts query t to keys s with |t - s| <= window (local attention, ModernBERT's local_attention / 2;
 // with causal, to t - window..t), in row blocks whose columns span only the keys they see: neither a T x T mask
 // nor the scores outside the band are computed. -1: no window.
+// products = kBFloat16 (the model's bf16 precision): the five products take bf16 operands (qkv, dy, the
+// probabilities and their gradient, each rounded to nearest) and accumulate in float32, as PyTorch's attention under
+// autocast does; softmax, the log-sum-exp and every output stay float32. Runs in float32 where the process has no
+// bf16 GEMM (fused_attention_has_bf16_products).
 at::Tensor fused_attention(const at::Tensor& qkv, const at::Tensor& mask, int64_t n_head, double dropout = 0.0,
-                           bool causal = false, int64_t window = -1);
+                           bool causal = false, int64_t window = -1, at::ScalarType products = at::kFloat);
+
+// True when the process has a bf16 GEMM with float32 accumulation for fused_attention's bf16 products: oneDNN's
+// dnnl_gemm_bf16bf16f32 (Debian's LibTorch) or MKL's cblas_gemm_bf16bf16f32 (the torch wheel's), checked on a
+// small product.
+bool fused_attention_has_bf16_products();
 
 // The additive [1, 1, T, T] mask of a window (0 where |t - s| <= window, -inf elsewhere), for the unfused path.
 at::Tensor window_mask(int64_t T, int64_t window, const at::TensorOptions& options);
