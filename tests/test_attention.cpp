@@ -354,14 +354,17 @@ bool bf16_products_available() { return spread::fused_attention_has_bf16_product
 
 // The fused kernel with bf16 products within the bounds above of float64, and outside what float32 products give
 // somewhere (so the products really were bf16). kernel_causal: the kernel's row blocks, the reference's causal mask.
-void expect_bf16_products_within_bounds(const torch::Tensor& mask, int64_t T, bool kernel_causal) {
+// kernel_window >= 0: the kernel's local window, the reference's band mask.
+void expect_bf16_products_within_bounds(const torch::Tensor& mask, int64_t T, bool kernel_causal,
+                                        int64_t kernel_window = -1) {
   torch::manual_seed(13);
   auto qkv = torch::randn({kB, T, 3 * kC}).to(torch::kBFloat16).to(torch::kFloat);  // bf16-exact inputs
   auto weights = torch::randn({kB, T, kC});  // dL/dy, rounded by the kernel
   auto ref_mask = kernel_causal ? causal_mask(T) : mask;
   if (kernel_causal && mask.defined()) ref_mask = ref_mask + mask;
+  if (kernel_window >= 0) ref_mask = spread::window_mask(T, kernel_window, torch::kFloat);
   auto low = differentiate(qkv, weights, [&](const torch::Tensor& x) {
-    return spread::fused_attention(x, mask, kH, 0.0, kernel_causal, -1, torch::kBFloat16);
+    return spread::fused_attention(x, mask, kH, 0.0, kernel_causal, kernel_window, torch::kBFloat16);
   });
   auto ref = run(qkv.to(torch::kDouble), weights.to(torch::kDouble), false,
                  ref_mask.defined() ? ref_mask.to(torch::kDouble) : ref_mask);
@@ -381,6 +384,8 @@ TEST_F(FusedAttention, Bf16ProductsAreWithinTheirRoundingBoundsOfFloat64) {
   expect_bf16_products_within_bounds(padding_mask(), kT, false);
   // Three row blocks of 64 with causal column ranges, whose dk and dv products accumulate (beta = 1).
   expect_bf16_products_within_bounds({}, 150, true);
+  // ModernBERT's local layers: band row blocks over overlapping key ranges.
+  expect_bf16_products_within_bounds({}, 150, false, 20);
 }
 
 TEST_F(FusedAttention, Bf16ProductsRunWhereTheProcessHasABf16Gemm) {

@@ -4,11 +4,13 @@
 // (A B B A ...) in one process, so drift of a shared machine cancels; prints the median of per-pair ratios.
 // --against full-scores compares the fused kernel as the model runs it (causal row blocks that skip the masked
 // scores) with the same kernel computing every T x T score under the causal mask.
+// --against fp32-products compares the fused kernel with bf16 products (the model's bf16 precision) with the same
+// kernel in float32 products.
 // --window W >= 0 benchmarks bidirectional local attention instead (ModernBERT's local layers: keys within W either
 // way): the kernel's band row blocks against unfused (LibTorch operators under the band mask) or full-scores (the
 // kernel computing every score under the band mask, as a T x T mask costs).
 //   bench_attention [--batch 12] [--heads 4] [--tokens 64] [--head-dim 32] [--pairs 40] [--threads 0]
-//                   [--dropout 0] [--against unfused|full-scores] [--window -1]
+//                   [--dropout 0] [--against unfused|full-scores|fp32-products] [--window -1]
 // Defaults are shape A of scripts/bench_lm.sh; shape B is --batch 8 --heads 6 --tokens 256 --head-dim 64.
 #include <cxxopts.hpp>
 #include <torch/torch.h>
@@ -47,7 +49,8 @@ int main(int argc, char** argv) {
       "head-dim", "D", cxxopts::value<int64_t>()->default_value("32"))(
       "pairs", "alternating pairs", cxxopts::value<int64_t>()->default_value("40"))(
       "dropout", "attention dropout on both paths", cxxopts::value<double>()->default_value("0"))(
-      "against", "unfused (LibTorch operators) or full-scores (the fused kernel without causal row blocks)",
+      "against", "unfused (LibTorch operators), full-scores (the fused kernel without causal row blocks) or "
+      "fp32-products (the fused kernel in float32, against its bf16 products)",
       cxxopts::value<std::string>()->default_value("unfused"))(
       "threads", "0 = the trainer's default", cxxopts::value<int64_t>()->default_value("0"))(
       "window", ">= 0: bidirectional local attention of this half width", cxxopts::value<int64_t>()->default_value("-1"))(
@@ -73,15 +76,26 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string against = args["against"].as<std::string>();
-  if (against != "unfused" && against != "full-scores") {
-    std::fprintf(stderr, "bench_attention: --against must be unfused or full-scores, got '%s'\n", against.c_str());
+  if (against != "unfused" && against != "full-scores" && against != "fp32-products") {
+    std::fprintf(stderr, "bench_attention: --against must be unfused, full-scores or fp32-products, got '%s'\n",
+                 against.c_str());
     return 2;
   }
-  const AttentionFn fused = [&](const torch::Tensor& x) {
-    return causal ? spread::fused_attention(x, mask, H, dropout, /*causal=*/true)
-                  : spread::fused_attention(x, {}, H, dropout, /*causal=*/false, window);
+  if (against == "fp32-products" && !spread::fused_attention_has_bf16_products()) {
+    std::fprintf(stderr, "bench_attention: no bf16 GEMM in this process (dnnl_gemm_bf16bf16f32 or "
+                         "cblas_gemm_bf16bf16f32), so no bf16 products to compare\n");
+    return 2;
+  }
+  const auto fused_with = [&](at::ScalarType products) {
+    return [&, products](const torch::Tensor& x) {
+      return causal ? spread::fused_attention(x, mask, H, dropout, /*causal=*/true, -1, products)
+                    : spread::fused_attention(x, {}, H, dropout, /*causal=*/false, window, products);
+    };
   };
+  const AttentionFn fused = fused_with(against == "fp32-products" ? torch::kBFloat16 : torch::kFloat);
+  const AttentionFn fused_fp32 = fused_with(torch::kFloat);
   const AttentionFn unfused = [&](const torch::Tensor& x) {
+    if (against == "fp32-products") return fused_fp32(x);
     if (against == "full-scores") return spread::fused_attention(x, mask, H, dropout, /*causal=*/false);
     return spread::unfused_attention(x, mask, H, dropout, /*recompute=*/true);
   };
