@@ -43,15 +43,24 @@ void call_sgemm(SgemmFn fn, bool trans_a, bool trans_b, int64_t m, int64_t n, in
   fn(&tb, &ta, N.ptr(), M.ptr(), K.ptr(), &alpha, b, LDB.ptr(), a, LDA.ptr(), &beta, c, LDC.ptr());
 }
 
-// A found sgemm_ must get a small product right (transposes and leading dimensions larger than the rows, padding
-// left alone) before the kernel trusts it: another calling convention would corrupt memory later.
-bool computes_correctly(SgemmFn fn) {
+// A GEMM found in the process must get a small product right (transposes and leading dimensions larger than the
+// rows, padding left alone) before the kernel trusts it: another calling convention would corrupt memory later.
+// product(a, b, c) computes it as (false, true, m 2, n 2, k 3, alpha 1, a, lda 4, b, ldb 4, beta 0, c, ldc 3).
+// Small integers, so that a bf16 product is exact too.
+template <class Product>
+bool computes_small_product(Product product) {
   const float a[] = {1, 3, 5, -1, 2, 4, 6, -1};  // A = [[1, 3, 5], [2, 4, 6]], row-major, row stride 4
   const float b[] = {1, 2, 3, -1, 4, 5, 6, -1};  // B^T stored: B = [[1, 4], [2, 5], [3, 6]], row stride 4
   float c[] = {7, 7, 7, 7, 7, 7};                // C = A B, row-major, row stride 3
-  call_sgemm(fn, false, true, 2, 2, 3, 1.0f, a, 4, b, 4, 0.0f, c, 3);
+  product(a, b, c);
   const float expected[] = {22, 49, 7, 28, 64, 7};
   return std::equal(c, c + 6, expected);
+}
+
+bool computes_correctly(SgemmFn fn) {
+  return computes_small_product([fn](const float* a, const float* b, float* c) {
+    call_sgemm(fn, false, true, 2, 2, 3, 1.0f, a, 4, b, 4, 0.0f, c, 3);
+  });
 }
 
 // The BLAS LibTorch itself calls, found in the process's global scope (where LibTorch's own reference to sgemm_
@@ -102,20 +111,17 @@ struct Bf16Gemm {
           int(lda), b, int(ldb), beta, c, int(ldc));
   }
 
-  // The same small product as computes_correctly, in bf16 (small integers are exact there).
   bool computes_correctly() const {
-    const float a32[] = {1, 3, 5, -1, 2, 4, 6, -1}, b32[] = {1, 2, 3, -1, 4, 5, 6, -1};
-    Bf16 a[8], b[8];
-    std::transform(a32, a32 + 8, a, to_bf16);
-    std::transform(b32, b32 + 8, b, to_bf16);
-    float c[] = {7, 7, 7, 7, 7, 7};
     try {
-      (*this)(false, true, 2, 2, 3, 1.0f, a, 4, b, 4, 0.0f, c, 3);
+      return computes_small_product([this](const float* a32, const float* b32, float* c) {
+        Bf16 a[8], b[8];
+        std::transform(a32, a32 + 8, a, to_bf16);
+        std::transform(b32, b32 + 8, b, to_bf16);
+        (*this)(false, true, 2, 2, 3, 1.0f, a, 4, b, 4, 0.0f, c, 3);
+      });
     } catch (const c10::Error&) {  // oneDNN without a bf16 kernel for this CPU: dnnl_unimplemented
       return false;
     }
-    const float expected[] = {22, 49, 7, 28, 64, 7};
-    return std::equal(c, c + 6, expected);
   }
   explicit operator bool() const { return dnnl || cblas; }
 };
