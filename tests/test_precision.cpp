@@ -14,11 +14,13 @@
 #include "spread/losses/contrastive.h"
 #include "spread/losses/dispersion.h"
 #include "spread/model/attention.h"
+#include "spread/model/bf16_linear.h"
 #include "spread/model/recompute.h"
 #include "spread/model/transformer.h"
 #include "spread/run/checkpoint.h"
 #include "spread/run/setup.h"
 #include "spread/runtime/blas.h"
+#include "spread/runtime/gemm.h"
 #include "spread/runtime/precision.h"
 #include "spread/train/trainer.h"
 #include "spread/util/error.h"
@@ -55,7 +57,7 @@ void expect_within(const torch::Tensor& got, const torch::Tensor& exact, const t
                    const std::string& what) {
   auto err = (got.to(torch::kDouble) - exact).abs();
   auto excess = (err - bound).max().item<double>();
-  EXPECT_LE(excess, 0.0) << what << ": error exceeds the bf16 bound somewhere";
+  EXPECT_LE(excess, 0.0) << what << ": error exceeds its bound somewhere";
 }
 
 void expect_not_float32(const torch::Tensor& got, const torch::Tensor& exact, const torch::Tensor& fp32_bound,
@@ -135,6 +137,102 @@ TEST(MixedLinear, Bf16GeluLinearIsWithinTheBf16BoundOfFloat64) {
   auto dh_bound = bf16_product_bound(G, W, gw) * (derivative.abs() + gelu_err * (cdf + H.abs() * density)) +
                   gelu_err * gw.abs() * (cdf + H.abs() * density) + 1e-7;
   expect_within(h.grad(), gw * derivative, dh_bound, "dh");
+}
+
+namespace {
+
+// The bf16 GEMM path (model/bf16_linear.h) against float64 products of the same bf16-rounded operands: each of the
+// k products of two bf16 values is exact in float32, so what is left is the float32 accumulation (gamma_k times
+// the sum of magnitudes) and one float32 rounding of the written value. A bf16 output (LibTorch's bf16 mm, ~2^-9
+// relative) is far outside it.
+torch::Tensor bf16_exact(const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kDouble); }
+
+torch::Tensor fp32_accumulation_bound(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& exact) {
+  const double k = double(a.size(1)), e = std::ldexp(1.0, -24);
+  return k * e / (1 - k * e) * a.abs().mm(b.abs()) + 2 * e * exact.abs();
+}
+
+#define SKIP_WITHOUT_BF16_GEMM()                                                                              \
+  if (!spread::has_bf16_gemm()) {                                                                              \
+    if (SPREAD_EXPECT_FUSED_ATTENTION && !spread::cpu_bf16_flags().empty())                                    \
+      FAIL() << "Debian's LibTorch links libdnnl, whose dnnl_gemm_bf16bf16f32 runs on this CPU's bf16 flags"; \
+    GTEST_SKIP() << "this process has no bf16 GEMM (oneDNN's or MKL's): LibTorch's bf16 mm runs instead";       \
+  }
+
+}  // namespace
+
+// Row-major and transposed operands (a sliced one copied first), the product written or added, k = 0.
+TEST(Bf16Gemm, ProductsOfEveryOperandLayoutMatchFloat64) {
+  SKIP_WITHOUT_BF16_GEMM();
+  torch::manual_seed(21);
+  auto a = torch::randn({37, 53}).to(torch::kBFloat16), b = torch::randn({53, 29}).to(torch::kBFloat16);
+  auto A = a.to(torch::kDouble), B = b.to(torch::kDouble), exact = A.mm(B);
+  auto bound = fp32_accumulation_bound(A, B, exact);
+  auto check = [&](const torch::Tensor& got, const char* what) {
+    ASSERT_EQ(got.scalar_type(), torch::kFloat) << what;
+    expect_within(got, exact, bound, what);
+  };
+  check(spread::bf16_mm(a, b), "row-major");
+  check(spread::bf16_mm(a.t().contiguous().t(), b), "A transposed");
+  check(spread::bf16_mm(a, b.t().contiguous().t()), "B transposed");
+  auto wide = torch::randn({37, 80}).to(torch::kBFloat16);
+  wide.narrow(1, 5, 53).copy_(a);
+  check(spread::bf16_mm(wide.narrow(1, 5, 53), b), "A sliced");
+  auto c = torch::randn({37, 29});
+  auto C = c.to(torch::kDouble);
+  spread::bf16_addmm_(c, a, b);
+  expect_within(c, exact + C, bound + std::ldexp(1.0, -24) * (exact + C).abs(), "added to C");
+  EXPECT_EQ(spread::bf16_mm(a.narrow(1, 0, 0), b.narrow(0, 0, 0)).abs().sum().item<float>(), 0.0f);
+  EXPECT_THROW(spread::bf16_mm(a, a), c10::Error);
+}
+
+// mixed_linear in bf16 on the CPU: the output and both product gradients are the float64 products of the
+// bf16-rounded operands (x, W and the upstream gradient G) up to float32 accumulation, with no bf16 rounding of
+// the result; the bias is added in float32 (by the GEMM, beta = 1), db a float32 sum.
+TEST(MixedLinear, Bf16OnTheCpuWritesItsProductsInFloat32) {
+  SKIP_WITHOUT_BF16_GEMM();
+  torch::manual_seed(22);
+  const int64_t rows = 48, in = 96, out = 40;
+  auto x = torch::randn({4, rows / 4, in}).requires_grad_(true);
+  auto w = (0.1 * torch::randn({out, in})).requires_grad_(true);
+  auto b = torch::randn({out}).requires_grad_(true);
+  auto g = torch::randn({4, rows / 4, out});
+  ASSERT_TRUE(spread::takes_bf16_gemm(x));
+  auto y = spread::mixed_linear(x, w, b, torch::kBFloat16);
+  ASSERT_EQ(y.sizes(), torch::IntArrayRef({4, rows / 4, out}));
+  y.backward(g);
+
+  auto X = bf16_exact(x.detach().reshape({rows, in})), W = bf16_exact(w.detach());
+  auto G = bf16_exact(g.reshape({rows, out}));
+  auto B = b.detach().to(torch::kDouble);
+  auto product = X.mm(W.t());
+  expect_within(y.reshape({rows, out}), product + B, fp32_accumulation_bound(X, W.t(), product + B), "y");
+  auto dx = G.mm(W), dw = G.t().mm(X);
+  expect_within(x.grad().reshape({rows, in}), dx, fp32_accumulation_bound(G, W, dx), "dx");
+  expect_within(w.grad(), dw, fp32_accumulation_bound(G.t(), X, dw), "dW");
+  auto G32 = g.reshape({rows, out}).to(torch::kDouble);
+  expect_within(b.grad(), G32.sum(0), (rows + 1) * std::ldexp(1.0, -24) * G32.abs().sum(0), "db");
+}
+
+// The recomputing MLP output layer (gelu_linear) takes the same path in forward and backward. Inputs h >= 8, where
+// GELU(h) = h Phi(h) is h to within 1e-14 and its derivative 1 (spread's float32 GELU to within 2e-5 relative):
+// so y = h_bf16 W_bf16^T, dW = G_bf16^T h_bf16 and dh = G_bf16 W_bf16 up to float32 accumulation and 2e-5.
+TEST(MixedLinear, Bf16GeluLinearOnTheCpuWritesItsProductsInFloat32) {
+  SKIP_WITHOUT_BF16_GEMM();
+  torch::manual_seed(23);
+  const int64_t rows = 32, in = 64, out = 24;
+  auto h = (8 + 4 * torch::rand({rows, in})).to(torch::kBFloat16).to(torch::kFloat).requires_grad_(true);
+  auto w = (0.1 * torch::randn({out, in})).requires_grad_(true);
+  auto g = torch::randn({rows, out});
+  auto y = spread::gelu_linear(h, w, {}, torch::kBFloat16);
+  y.backward(g);
+
+  auto H = h.detach().to(torch::kDouble), W = bf16_exact(w.detach()), G = bf16_exact(g);
+  const double gelu_err = 2e-5;
+  auto product = H.mm(W.t()), dw = G.t().mm(H), dh = G.mm(W);
+  expect_within(y, product, fp32_accumulation_bound(H, W.t(), product) + gelu_err * H.abs().mm(W.t().abs()), "y");
+  expect_within(w.grad(), dw, fp32_accumulation_bound(G.t(), H, dw) + gelu_err * G.t().abs().mm(H.abs()), "dW");
+  expect_within(h.grad(), dh, fp32_accumulation_bound(G, W, dh) + gelu_err * dh.abs(), "dh");
 }
 
 namespace {

@@ -3,11 +3,11 @@
 #include "spread/model/recompute.h"
 #include "spread/runtime/blas.h"
 #include "spread/runtime/fast_math.h"
+#include "spread/runtime/gemm.h"
 #include "spread/runtime/vectorize.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <dlfcn.h>
 #include <torch/autograd.h>
 
 #include <algorithm>
@@ -23,125 +23,6 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-using SgemmFn = void (*)(const char*, const char*, const int*, const int*, const int*, const float*, const float*,
-                         const int*, const float*, const int*, const float*, float*, const int*);
-
-// BLAS integers are passed as zero-extended 64-bit slots: a little-endian LP64 sgemm_ reads their low 4 bytes, an
-// ILP64 one all 8, and both see the same value.
-struct BlasInt {
-  int64_t value;
-  const int* ptr() const { return reinterpret_cast<const int*>(&value); }
-};
-
-void call_sgemm(SgemmFn fn, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  // Row-major C[m x n] = alpha op(A) op(B) + beta C is, in BLAS's column-major view of the same memory,
-  // C^T = op(B)^T op(A)^T.
-  const char ta = trans_a ? 'T' : 'N', tb = trans_b ? 'T' : 'N';
-  const BlasInt M{m}, N{n}, K{k}, LDA{lda}, LDB{ldb}, LDC{ldc};
-  fn(&tb, &ta, N.ptr(), M.ptr(), K.ptr(), &alpha, b, LDB.ptr(), a, LDA.ptr(), &beta, c, LDC.ptr());
-}
-
-// A GEMM found in the process must get a small product right (transposes and leading dimensions larger than the
-// rows, padding left alone) before the kernel trusts it: another calling convention would corrupt memory later.
-// product(a, b, c) computes it as (false, true, m 2, n 2, k 3, alpha 1, a, lda 4, b, ldb 4, beta 0, c, ldc 3).
-// Small integers, so that a bf16 product is exact too.
-template <class Product>
-bool computes_small_product(Product product) {
-  const float a[] = {1, 3, 5, -1, 2, 4, 6, -1};  // A = [[1, 3, 5], [2, 4, 6]], row-major, row stride 4
-  const float b[] = {1, 2, 3, -1, 4, 5, 6, -1};  // B^T stored: B = [[1, 4], [2, 5], [3, 6]], row stride 4
-  float c[] = {7, 7, 7, 7, 7, 7};                // C = A B, row-major, row stride 3
-  product(a, b, c);
-  const float expected[] = {22, 49, 7, 28, 64, 7};
-  return std::equal(c, c + 6, expected);
-}
-
-bool computes_correctly(SgemmFn fn) {
-  return computes_small_product([fn](const float* a, const float* b, float* c) {
-    call_sgemm(fn, false, true, 2, 2, 3, 1.0f, a, 4, b, 4, 0.0f, c, 3);
-  });
-}
-
-// The BLAS LibTorch itself calls, found in the process's global scope (where LibTorch's own reference to sgemm_
-// was bound, unless another library exports the name first: hence the check), so the kernel needs no link-time
-// BLAS and never loads a second one. Null when there is none or it fails the check: the unfused path runs.
-SgemmFn blas_sgemm() {
-  static const SgemmFn fn = [] {
-    auto found = reinterpret_cast<SgemmFn>(dlsym(RTLD_DEFAULT, "sgemm_"));
-    return found && computes_correctly(found) ? found : nullptr;
-  }();
-  return fn;
-}
-
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  call_sgemm(blas_sgemm(), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
-// bf16 operands as their bits (the upper half of a float32), the type both libraries below take.
-using Bf16 = uint16_t;
-
-Bf16 to_bf16(float f) {  // round to nearest even; the attention's operands are finite
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  return Bf16((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-}
-
-// C (float32) = alpha op(A) op(B) + beta C for bf16 A and B with float32 accumulation, all row-major: oneDNN's
-// dnnl_gemm_bf16bf16f32 (Debian's LibTorch links libdnnl, which exports it) or MKL's cblas_gemm_bf16bf16f32 (the
-// torch wheel's LibTorch exports it), found in the process like sgemm_ above.
-struct Bf16Gemm {
-  using Dnnl = int (*)(char, char, int64_t, int64_t, int64_t, float, const Bf16*, int64_t, const Bf16*, int64_t, float,
-                       float*, int64_t);
-  using Cblas = void (*)(int, int, int, int, int, int, float, const Bf16*, int, const Bf16*, int, float, float*, int);
-  Dnnl dnnl = nullptr;
-  Cblas cblas = nullptr;
-
-  void operator()(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const Bf16* a,
-                  int64_t lda, const Bf16* b, int64_t ldb, float beta, float* c, int64_t ldc) const {
-    if (dnnl) {
-      const int status = dnnl(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-      TORCH_CHECK(status == 0, "fused_attention: dnnl_gemm_bf16bf16f32 failed with status ", status, " on ", m, " x ",
-                  n, " x ", k);  // 0 = dnnl_success; C would be left as it was
-      return;
-    }
-    constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;  // CBLAS_LAYOUT, CBLAS_TRANSPOSE
-    cblas(kRowMajor, trans_a ? kTrans : kNoTrans, trans_b ? kTrans : kNoTrans, int(m), int(n), int(k), alpha, a,
-          int(lda), b, int(ldb), beta, c, int(ldc));
-  }
-
-  bool computes_correctly() const {
-    try {
-      return computes_small_product([this](const float* a32, const float* b32, float* c) {
-        Bf16 a[8], b[8];
-        std::transform(a32, a32 + 8, a, to_bf16);
-        std::transform(b32, b32 + 8, b, to_bf16);
-        (*this)(false, true, 2, 2, 3, 1.0f, a, 4, b, 4, 0.0f, c, 3);
-      });
-    } catch (const c10::Error&) {  // oneDNN without a bf16 kernel for this CPU: dnnl_unimplemented
-      return false;
-    }
-  }
-  explicit operator bool() const { return dnnl || cblas; }
-};
-
-const Bf16Gemm& bf16_gemm_found() {
-  static const Bf16Gemm found = [] {
-    Bf16Gemm dnnl, cblas;
-    dnnl.dnnl = reinterpret_cast<Bf16Gemm::Dnnl>(dlsym(RTLD_DEFAULT, "dnnl_gemm_bf16bf16f32"));
-    if (dnnl && dnnl.computes_correctly()) return dnnl;
-    cblas.cblas = reinterpret_cast<Bf16Gemm::Cblas>(dlsym(RTLD_DEFAULT, "cblas_gemm_bf16bf16f32"));
-    if (cblas && cblas.computes_correctly()) return cblas;
-    return Bf16Gemm{};
-  }();
-  return found;
-}
-
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const Bf16* a, int64_t lda,
-          const Bf16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  bf16_gemm_found()(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
 
 // OpenBLAS's pthread build may thread each sgemm_ itself (it checks for enclosing OpenMP regions only in its
 // OpenMP build): heads then run one after another rather than N x N threads.
@@ -303,8 +184,8 @@ struct Geometry {
   template <class Operand>
   void scaled_scores(const Operand* qkv, int64_t bh, const RowBlock& b, float* scores) const {
     const Operand* q = qkv + qkv_offset(bh);
-    gemm(false, true, b.rows, b.cols, D, scale, q + int64_t(b.row0) * 3 * C, 3 * C, q + C + int64_t(b.col0) * 3 * C,
-         3 * C, 0.0f, scores + int64_t(b.row0) * T, T);
+    row_major_gemm(false, true, b.rows, b.cols, D, scale, q + int64_t(b.row0) * 3 * C, 3 * C,
+                   q + C + int64_t(b.col0) * 3 * C, 3 * C, 0.0f, scores + int64_t(b.row0) * T, T);
   }
 };
 
@@ -334,8 +215,8 @@ void attention_forward(const Geometry& g, const std::vector<RowBlock>& blocks, c
         g.scaled_scores(x, bh, b, scores.data());
         softmax_rows(s, b, g.mask_of(bh, b), g.mask_ld, lse_all + bh * T + b.row0);
         if (noise_all) multiply_rows(s, T, noise_all + (bh * T + b.row0) * T + b.col0, T, b.rows, b.cols);
-        gemm(false, false, b.rows, g.D, b.cols, 1.0f, operand(s, b, low), T, v + b.col0 * 3 * C, 3 * C, 0.0f,
-             out + g.out_offset(bh) + b.row0 * C, C);
+        row_major_gemm(false, false, b.rows, g.D, b.cols, 1.0f, operand(s, b, low), T, v + b.col0 * 3 * C, 3 * C,
+                       0.0f, out + g.out_offset(bh) + b.row0 * C, C);
       }
     }
   });
@@ -366,14 +247,14 @@ void attention_backward(const Geometry& g, const std::vector<RowBlock>& blocks, 
         g.scaled_scores(x, bh, b, probs.data());
         // With dropout y = (P * noise) v: dL/d(P * noise) = dy v^T, dL/dP = that * noise, and dv uses P * noise.
         const float* noise = noise_all ? noise_all + (bh * T + b.row0) * T + b.col0 : nullptr;
-        gemm(false, true, b.rows, b.cols, D, 1.0f, dy, C, v + key0, ld, 0.0f, dp, T);
+        row_major_gemm(false, true, b.rows, b.cols, D, 1.0f, dy, C, v + key0, ld, 0.0f, dp, T);
         if (noise) multiply_rows(dp, T, noise, T, b.rows, b.cols);
         softmax_backward_rows(p, dp, b, g.mask_of(bh, b), g.mask_ld, lse_all + bh * T + b.row0);
         if (noise) multiply_rows(p, T, noise, T, b.rows, b.cols);
-        gemm(true, false, b.cols, D, b.rows, 1.0f, operand(p, b, low), T, dy, C, beta, dv + key0, ld);
+        row_major_gemm(true, false, b.cols, D, b.rows, 1.0f, operand(p, b, low), T, dy, C, beta, dv + key0, ld);
         const Operand* ds = operand(dp, b, low);  // dL/dscores; P's rounded copy is used up
-        gemm(false, false, b.rows, D, b.cols, g.scale, ds, T, k + key0, ld, 0.0f, dq + b.row0 * ld, ld);
-        gemm(true, false, b.cols, D, b.rows, g.scale, ds, T, q + b.row0 * ld, ld, beta, dk + key0, ld);
+        row_major_gemm(false, false, b.rows, D, b.cols, g.scale, ds, T, k + key0, ld, 0.0f, dq + b.row0 * ld, ld);
+        row_major_gemm(true, false, b.cols, D, b.rows, g.scale, ds, T, q + b.row0 * ld, ld, beta, dk + key0, ld);
       }
     }
   });
@@ -446,10 +327,10 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
 }  // namespace
 
 bool fused_attention_supported(const at::Tensor& qkv) {
-  return qkv.is_cpu() && qkv.scalar_type() == at::kFloat && blas_sgemm() != nullptr;
+  return qkv.is_cpu() && qkv.scalar_type() == at::kFloat && has_sgemm();
 }
 
-bool fused_attention_has_bf16_products() { return bool(bf16_gemm_found()); }
+bool fused_attention_has_bf16_products() { return has_bf16_gemm(); }
 
 at::Tensor attention_dropout_noise(int64_t heads, int64_t T, double p, const at::TensorOptions& options) {
   auto noise = at::empty({heads, T, T}, options);

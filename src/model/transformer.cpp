@@ -1,6 +1,7 @@
 #include "spread/model/transformer.h"
 
 #include "spread/model/attention.h"
+#include "spread/model/bf16_linear.h"
 #include "spread/model/recompute.h"
 #include "spread/model/residual_norm.h"
 #include "spread/model/rotary.h"
@@ -85,7 +86,9 @@ torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight, 
                            at::ScalarType dtype) {
   // A 16-bit model (every parameter converted) or a float32 product: LibTorch's linear as it is.
   if (dtype == at::kFloat || x.scalar_type() != at::kFloat) return at::linear(x, weight, bias);
-  // The product's output is rounded to `dtype` once (oneDNN accumulates in float32) and widened back: what
+  // On the CPU the bf16 GEMM writes the product in float32 (model/bf16_linear.h).
+  if (dtype == at::kBFloat16 && takes_bf16_gemm(x)) return bf16_linear(x, weight, bias);
+  // Elsewhere the product's output is rounded to `dtype` once (oneDNN accumulates in float32) and widened back: what
   // follows (bias, residual adds, LayerNorm, GELU, attention) sees float32. The bias is added after the cast so
   // that its gradient is a float32 sum over the batch.
   auto y = at::linear(x.to(dtype), weight.to(dtype)).to(x.scalar_type());
