@@ -20,6 +20,7 @@
 #include "spread/run/checkpoint.h"
 #include "spread/run/setup.h"
 #include "spread/runtime/blas.h"
+#include "spread/runtime/bf16_mm.h"
 #include "spread/runtime/gemm.h"
 #include "spread/runtime/precision.h"
 #include "spread/train/trainer.h"
@@ -147,9 +148,12 @@ namespace {
 // relative) is far outside it.
 torch::Tensor bf16_exact(const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kDouble); }
 
-torch::Tensor fp32_accumulation_bound(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& exact) {
-  const double k = double(a.size(1)), e = std::ldexp(1.0, -24);
-  return k * e / (1 - k * e) * a.abs().mm(b.abs()) + 2 * e * exact.abs();
+// c: what the product was added to (beta 1), or undefined.
+torch::Tensor fp32_accumulation_bound(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& exact,
+                                      const torch::Tensor& c = {}) {
+  const double k = double(a.size(1)) + (c.defined() ? 1 : 0), e = std::ldexp(1.0, -24);
+  auto magnitudes = c.defined() ? a.abs().mm(b.abs()) + c.abs() : a.abs().mm(b.abs());
+  return k * e / (1 - k * e) * magnitudes + 2 * e * exact.abs();
 }
 
 #define SKIP_WITHOUT_BF16_GEMM()                                                                              \
@@ -181,8 +185,15 @@ TEST(Bf16Gemm, ProductsOfEveryOperandLayoutMatchFloat64) {
   auto c = torch::randn({37, 29});
   auto C = c.to(torch::kDouble);
   spread::bf16_addmm_(c, a, b);
-  expect_within(c, exact + C, bound + std::ldexp(1.0, -24) * (exact + C).abs(), "added to C");
-  EXPECT_EQ(spread::bf16_mm(a.narrow(1, 0, 0), b.narrow(0, 0, 0)).abs().sum().item<float>(), 0.0f);
+  expect_within(c, exact + C, fp32_accumulation_bound(A, B, exact + C, C), "added to C");
+  // k = 0: the written product is zeros, an added one leaves C as it was.
+  auto none_a = a.narrow(1, 0, 0), none_b = b.narrow(0, 0, 0);
+  auto written = torch::full({37, 29}, std::nanf(""));
+  spread::bf16_mm_out(written, none_a, none_b);
+  EXPECT_TRUE(torch::equal(written, torch::zeros({37, 29})));
+  auto kept = c.clone();
+  spread::bf16_addmm_(kept, none_a, none_b);
+  EXPECT_TRUE(torch::equal(kept, c));
   EXPECT_THROW(spread::bf16_mm(a, a), c10::Error);
 }
 
@@ -193,25 +204,29 @@ TEST(MixedLinear, Bf16OnTheCpuWritesItsProductsInFloat32) {
   SKIP_WITHOUT_BF16_GEMM();
   torch::manual_seed(22);
   const int64_t rows = 48, in = 96, out = 40;
-  auto x = torch::randn({4, rows / 4, in}).requires_grad_(true);
-  auto w = (0.1 * torch::randn({out, in})).requires_grad_(true);
-  auto b = torch::randn({out}).requires_grad_(true);
-  auto g = torch::randn({4, rows / 4, out});
-  ASSERT_TRUE(spread::takes_bf16_gemm(x));
-  auto y = spread::mixed_linear(x, w, b, torch::kBFloat16);
-  ASSERT_EQ(y.sizes(), torch::IntArrayRef({4, rows / 4, out}));
-  y.backward(g);
+  for (const bool with_bias : {true, false}) {
+    SCOPED_TRACE(with_bias ? "with a bias" : "without a bias");
+    auto x = torch::randn({4, rows / 4, in}).requires_grad_(true);
+    auto w = (0.1 * torch::randn({out, in})).requires_grad_(true);
+    auto b = with_bias ? torch::randn({out}).requires_grad_(true) : torch::Tensor();
+    auto g = torch::randn({4, rows / 4, out});
+    ASSERT_TRUE(spread::takes_bf16_gemm(x));
+    auto y = spread::mixed_linear(x, w, b, torch::kBFloat16);
+    ASSERT_EQ(y.sizes(), torch::IntArrayRef({4, rows / 4, out}));
+    y.backward(g);
 
-  auto X = bf16_exact(x.detach().reshape({rows, in})), W = bf16_exact(w.detach());
-  auto G = bf16_exact(g.reshape({rows, out}));
-  auto B = b.detach().to(torch::kDouble);
-  auto product = X.mm(W.t());
-  expect_within(y.reshape({rows, out}), product + B, fp32_accumulation_bound(X, W.t(), product + B), "y");
-  auto dx = G.mm(W), dw = G.t().mm(X);
-  expect_within(x.grad().reshape({rows, in}), dx, fp32_accumulation_bound(G, W, dx), "dx");
-  expect_within(w.grad(), dw, fp32_accumulation_bound(G.t(), X, dw), "dW");
-  auto G32 = g.reshape({rows, out}).to(torch::kDouble);
-  expect_within(b.grad(), G32.sum(0), (rows + 1) * std::ldexp(1.0, -24) * G32.abs().sum(0), "db");
+    auto X = bf16_exact(x.detach().reshape({rows, in})), W = bf16_exact(w.detach());
+    auto G = bf16_exact(g.reshape({rows, out}));
+    auto B = with_bias ? b.detach().to(torch::kDouble).expand({rows, out}) : torch::zeros({rows, out}, torch::kDouble);
+    auto expected = X.mm(W.t()) + B;
+    expect_within(y.reshape({rows, out}), expected, fp32_accumulation_bound(X, W.t(), expected, B), "y");
+    auto dx = G.mm(W), dw = G.t().mm(X);
+    expect_within(x.grad().reshape({rows, in}), dx, fp32_accumulation_bound(G, W, dx), "dx");
+    expect_within(w.grad(), dw, fp32_accumulation_bound(G.t(), X, dw), "dW");
+    if (!with_bias) continue;
+    auto G32 = g.reshape({rows, out}).to(torch::kDouble);
+    expect_within(b.grad(), G32.sum(0), (rows + 1) * std::ldexp(1.0, -24) * G32.abs().sum(0), "db");
+  }
 }
 
 // The recomputing MLP output layer (gelu_linear) takes the same path in forward and backward. Inputs h >= 8, where

@@ -1,9 +1,9 @@
 #include "spread/model/attention.h"
 
 #include "spread/model/recompute.h"
+#include "spread/runtime/bf16_mm.h"
 #include "spread/runtime/blas.h"
 #include "spread/runtime/fast_math.h"
-#include "spread/runtime/gemm.h"
 #include "spread/runtime/vectorize.h"
 
 #include <ATen/ATen.h>
@@ -260,7 +260,6 @@ void attention_backward(const Geometry& g, const std::vector<RowBlock>& blocks, 
   });
 }
 
-const Bf16* bf16_data(const at::Tensor& t) { return reinterpret_cast<const Bf16*>(t.data_ptr<at::BFloat16>()); }
 
 struct FusedAttention : torch::autograd::Function<FusedAttention> {
   // mask is an optional: LibTorch's custom functions take an undefined input only that way. bf16_products: the
@@ -278,7 +277,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     if (bf16_products) {
       // Only the rounded copy is kept for backward (half the float32 input's memory).
       const at::Tensor low = qkv.to(at::kBFloat16);
-      attention_forward(g, blocks, bf16_data(low), noise_all, y.data_ptr<float>(), lse.data_ptr<float>());
+      attention_forward(g, blocks, bf16_bits(low), noise_all, y.data_ptr<float>(), lse.data_ptr<float>());
       ctx->saved_data["qkv_bf16"] = low;  // internal, like lse
     } else {
       attention_forward(g, blocks, qkv.data_ptr<float>(), noise_all, y.data_ptr<float>(), lse.data_ptr<float>());
@@ -313,7 +312,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     std::reverse(blocks.begin(), blocks.end());
     if (bf16_products) {
       const at::Tensor grad_y = grads[0].to(at::kBFloat16).contiguous();
-      attention_backward(g, blocks, window, bf16_data(qkv), bf16_data(grad_y), noise_all, lse.data_ptr<float>(),
+      attention_backward(g, blocks, window, bf16_bits(qkv), bf16_bits(grad_y), noise_all, lse.data_ptr<float>(),
                          grad_qkv.data_ptr<float>());
     } else {
       const at::Tensor grad_y = grads[0].contiguous();

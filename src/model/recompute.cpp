@@ -1,6 +1,7 @@
 #include "spread/model/recompute.h"
 
 #include "spread/model/bf16_linear.h"
+#include "spread/runtime/bf16_mm.h"
 #include "spread/runtime/fast_math.h"
 #include "spread/runtime/vectorize.h"
 
@@ -256,7 +257,7 @@ struct AttentionCore : torch::autograd::Function<AttentionCore> {
 // linear(a, weight, bias) with the product in `low` (kFloat, or kBFloat16 for a float32 a; see mixed_linear).
 at::Tensor low_linear(const at::Tensor& a, const at::Tensor& weight, const at::Tensor& bias, at::ScalarType low) {
   if (low == a.scalar_type()) return at::linear(a, weight, bias);
-  if (low == at::kBFloat16 && takes_bf16_gemm(a)) return bf16_linear(a, weight, bias);  // (no autograd here)
+  if (low == at::kBFloat16 && takes_bf16_gemm(a)) return bf16_linear_product(a, weight, bias);
   auto y = at::linear(a.to(low), weight.to(low)).to(a.scalar_type());
   return bias.defined() ? y.add_(bias) : y;
 }
@@ -288,7 +289,7 @@ class LowLinearBackward {
   at::Tensor weight_;
   at::ScalarType low_;
   bool mixed_;
-  bool gemm_;  // the bf16 products through the bf16 GEMM, in float32 (model/bf16_linear.h)
+  bool gemm_;  // the bf16 products through the bf16 GEMM, written in float32 (model/bf16_linear.h)
   at::ScalarType activation_dtype_;
   at::Tensor grad_out_, grad_low_;
 };

@@ -1,7 +1,7 @@
 #include "spread/runtime/precision.h"
 
 #include "spread/runtime/blas.h"
-#include "spread/runtime/gemm.h"
+#include "spread/runtime/bf16_mm.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -30,14 +30,10 @@ struct ProductRates {
 // The product as training runs it: float32 through LibTorch (OpenBLAS), bf16 through the process's bf16 GEMM
 // writing float32 (model/bf16_linear.h) where it has one, else LibTorch's bf16 mm.
 void product(const at::Tensor& a, const at::Tensor& b) {
-  if (a.scalar_type() != at::kBFloat16 || !has_bf16_gemm()) {
+  if (a.scalar_type() == at::kBFloat16 && has_bf16_gemm())
+    bf16_mm(a, b);
+  else
     at::mm(a, b);
-    return;
-  }
-  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-  auto c = at::empty({m, n}, a.options().dtype(at::kFloat));
-  auto bits = [](const at::Tensor& t) { return reinterpret_cast<const Bf16*>(t.data_ptr<at::BFloat16>()); };
-  row_major_gemm(false, false, m, n, k, 1.0f, bits(a), k, bits(b), n, 0.0f, c.data_ptr<float>(), n);
 }
 
 double seconds_of_product(const at::Tensor& a, const at::Tensor& b) {

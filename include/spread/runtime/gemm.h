@@ -17,7 +17,8 @@ bool blas_gemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, 
                   int64_t ldc);
 
 // Row-major C (m x n) = alpha op(A) op(B) + beta C, op(X) = X or X^T, each matrix with its row stride (lda, ldb,
-// ldc), on the calling thread's BLAS threads (one thread inside a parallel region).
+// ldc). Threads: the library's own (OpenMP in OpenBLAS's OpenMP build, oneDNN and MKL: one thread inside a
+// parallel region; OpenBLAS's pthread build threads there too).
 // float32: the process's sgemm_, the one blas_gemm_tn calls. Only after has_sgemm() returned true.
 bool has_sgemm();
 void row_major_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
