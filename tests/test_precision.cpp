@@ -14,13 +14,13 @@
 #include "spread/losses/contrastive.h"
 #include "spread/losses/dispersion.h"
 #include "spread/model/attention.h"
-#include "spread/model/bf16_linear.h"
+#include "spread/model/direct_linear.h"
 #include "spread/model/recompute.h"
 #include "spread/model/transformer.h"
 #include "spread/run/checkpoint.h"
 #include "spread/run/setup.h"
 #include "spread/runtime/blas.h"
-#include "spread/runtime/bf16_mm.h"
+#include "spread/runtime/direct_mm.h"
 #include "spread/runtime/gemm.h"
 #include "spread/runtime/precision.h"
 #include "spread/train/trainer.h"
@@ -142,7 +142,7 @@ TEST(MixedLinear, Bf16GeluLinearIsWithinTheBf16BoundOfFloat64) {
 
 namespace {
 
-// The bf16 GEMM path (model/bf16_linear.h) against float64 products of the same bf16-rounded operands: each of the
+// The bf16 GEMM path (model/direct_linear.h) against float64 products of the same bf16-rounded operands: each of the
 // k products of two bf16 values is exact in float32, so what is left is the float32 accumulation (gamma_k times
 // the sum of magnitudes) and one float32 rounding of the written value. A bf16 output (LibTorch's bf16 mm, ~2^-9
 // relative) is far outside it.
@@ -176,25 +176,25 @@ TEST(Bf16Gemm, ProductsOfEveryOperandLayoutMatchFloat64) {
     ASSERT_EQ(got.scalar_type(), torch::kFloat) << what;
     expect_within(got, exact, bound, what);
   };
-  check(spread::bf16_mm(a, b), "row-major");
-  check(spread::bf16_mm(a.t().contiguous().t(), b), "A transposed");
-  check(spread::bf16_mm(a, b.t().contiguous().t()), "B transposed");
+  check(spread::direct_mm(a, b), "row-major");
+  check(spread::direct_mm(a.t().contiguous().t(), b), "A transposed");
+  check(spread::direct_mm(a, b.t().contiguous().t()), "B transposed");
   auto wide = torch::randn({37, 80}).to(torch::kBFloat16);
   wide.narrow(1, 5, 53).copy_(a);
-  check(spread::bf16_mm(wide.narrow(1, 5, 53), b), "A sliced");
+  check(spread::direct_mm(wide.narrow(1, 5, 53), b), "A sliced");
   auto c = torch::randn({37, 29});
   auto C = c.to(torch::kDouble);
-  spread::bf16_addmm_(c, a, b);
+  spread::direct_addmm_(c, a, b);
   expect_within(c, exact + C, fp32_accumulation_bound(A, B, exact + C, C), "added to C");
   // k = 0: the written product is zeros, an added one leaves C as it was.
   auto none_a = a.narrow(1, 0, 0), none_b = b.narrow(0, 0, 0);
   auto written = torch::full({37, 29}, std::nanf(""));
-  spread::bf16_mm_out(written, none_a, none_b);
+  spread::direct_mm_out(written, none_a, none_b);
   EXPECT_TRUE(torch::equal(written, torch::zeros({37, 29})));
   auto kept = c.clone();
-  spread::bf16_addmm_(kept, none_a, none_b);
+  spread::direct_addmm_(kept, none_a, none_b);
   EXPECT_TRUE(torch::equal(kept, c));
-  EXPECT_THROW(spread::bf16_mm(a, a), c10::Error);
+  EXPECT_THROW(spread::direct_mm(a, a), c10::Error);
 }
 
 // mixed_linear in bf16 on the CPU: the output and both product gradients are the float64 products of the
@@ -210,7 +210,7 @@ TEST(MixedLinear, Bf16OnTheCpuWritesItsProductsInFloat32) {
     auto w = (0.1 * torch::randn({out, in})).requires_grad_(true);
     auto b = with_bias ? torch::randn({out}).requires_grad_(true) : torch::Tensor();
     auto g = torch::randn({4, rows / 4, out});
-    ASSERT_TRUE(spread::takes_bf16_gemm(x));
+    ASSERT_TRUE(spread::takes_direct_gemm(x, torch::kBFloat16));
     auto y = spread::mixed_linear(x, w, b, torch::kBFloat16);
     ASSERT_EQ(y.sizes(), torch::IntArrayRef({4, rows / 4, out}));
     y.backward(g);
@@ -227,6 +227,35 @@ TEST(MixedLinear, Bf16OnTheCpuWritesItsProductsInFloat32) {
     auto G32 = g.reshape({rows, out}).to(torch::kDouble);
     expect_within(b.grad(), G32.sum(0), (rows + 1) * std::ldexp(1.0, -24) * G32.abs().sum(0), "db");
   }
+}
+
+// float32 linear layers on the CPU: y by LibTorch, dx and dW by oneDNN's dnnl_sgemm (model/direct_linear.h), each
+// within float32's accumulation bound of float64, and (the wiring) dx and dW are oneDNN's products bitwise.
+TEST(MixedLinear, Fp32BackwardProductsGoToOneDnnSgemm) {
+  if (!spread::has_onednn_sgemm()) {
+    if (SPREAD_EXPECT_FUSED_ATTENTION) FAIL() << "Debian's LibTorch links libdnnl, which exports dnnl_sgemm";
+    GTEST_SKIP() << "this process has no dnnl_sgemm (the wheel's LibTorch keeps oneDNN's symbols to itself)";
+  }
+  torch::manual_seed(24);
+  const int64_t rows = 48, in = 96, out = 40;
+  auto x = torch::randn({4, rows / 4, in}).requires_grad_(true);
+  auto w = (0.1 * torch::randn({out, in})).requires_grad_(true);
+  auto b = torch::randn({out}).requires_grad_(true);
+  auto g = torch::randn({4, rows / 4, out});
+  ASSERT_TRUE(spread::takes_direct_gemm(x, torch::kFloat));
+  auto y = spread::mixed_linear(x, w, b, torch::kFloat);
+  y.backward(g);
+
+  auto X = x.detach().reshape({rows, in}).to(torch::kDouble), W = w.detach().to(torch::kDouble);
+  auto G = g.reshape({rows, out}).to(torch::kDouble), B = b.detach().to(torch::kDouble);
+  auto expected = X.mm(W.t()) + B;
+  expect_within(y.reshape({rows, out}), expected, fp32_product_bound(X, W.t()) + std::ldexp(1.0, -23) * expected.abs(),
+                "y");
+  expect_within(x.grad().reshape({rows, in}), G.mm(W), fp32_product_bound(G, W), "dx");
+  expect_within(w.grad(), G.t().mm(X), fp32_product_bound(G.t(), X), "dW");
+  auto g2 = g.reshape({rows, out});
+  EXPECT_TRUE(torch::equal(x.grad().reshape({rows, in}), spread::direct_mm(g2, w.detach())));
+  EXPECT_TRUE(torch::equal(w.grad(), spread::direct_mm(g2.t(), x.detach().reshape({rows, in}))));
 }
 
 // The recomputing MLP output layer (gelu_linear) takes the same path in forward and backward. Inputs h >= 8, where

@@ -1,7 +1,7 @@
 #include "spread/model/attention.h"
 
 #include "spread/model/recompute.h"
-#include "spread/runtime/bf16_mm.h"
+#include "spread/runtime/direct_mm.h"
 #include "spread/runtime/blas.h"
 #include "spread/runtime/fast_math.h"
 #include "spread/runtime/vectorize.h"

@@ -1,7 +1,7 @@
 #include "spread/model/recompute.h"
 
-#include "spread/model/bf16_linear.h"
-#include "spread/runtime/bf16_mm.h"
+#include "spread/model/direct_linear.h"
+#include "spread/runtime/direct_mm.h"
 #include "spread/runtime/fast_math.h"
 #include "spread/runtime/vectorize.h"
 
@@ -257,7 +257,7 @@ struct AttentionCore : torch::autograd::Function<AttentionCore> {
 // linear(a, weight, bias) with the product in `low` (kFloat, or kBFloat16 for a float32 a; see mixed_linear).
 at::Tensor low_linear(const at::Tensor& a, const at::Tensor& weight, const at::Tensor& bias, at::ScalarType low) {
   if (low == a.scalar_type()) return at::linear(a, weight, bias);
-  if (low == at::kBFloat16 && takes_bf16_gemm(a)) return bf16_linear_product(a, weight, bias);
+  if (low == at::kBFloat16 && takes_direct_gemm(a, low)) return bf16_linear_product(a, weight, bias);
   auto y = at::linear(a.to(low), weight.to(low)).to(a.scalar_type());
   return bias.defined() ? y.add_(bias) : y;
 }
@@ -269,19 +269,19 @@ class LowLinearBackward {
   LowLinearBackward(const at::Tensor& grad_out, const at::Tensor& weight, at::ScalarType low,
                     at::ScalarType activation_dtype)
       : weight_(weight), low_(low), mixed_(low != activation_dtype),
-        gemm_(mixed_ && low == at::kBFloat16 && takes_bf16_gemm(grad_out)), activation_dtype_(activation_dtype),
+        gemm_(takes_direct_gemm(grad_out, low)), activation_dtype_(activation_dtype),
         grad_out_(grad_out.reshape({-1, weight.size(0)})),
         grad_low_(mixed_ ? grad_out_.to(low) : grad_out_) {}
 
   at::Tensor grad_bias() const { return grad_out_.sum(0); }
   at::Tensor grad_activation() const {
-    if (gemm_) return bf16_mm(grad_low_, weight_.to(low_));
+    if (gemm_) return direct_mm(grad_low_, mixed_ ? weight_.to(low_) : weight_);
     auto g = grad_low_.mm(mixed_ ? weight_.to(low_) : weight_);
     return mixed_ ? g.to(activation_dtype_) : g;
   }
   at::Tensor grad_weight(const at::Tensor& activation) const {
     const auto a = activation.reshape({-1, weight_.size(1)});
-    if (gemm_) return bf16_mm(grad_low_.t(), a.to(low_));
+    if (gemm_) return direct_mm(grad_low_.t(), mixed_ ? a.to(low_) : a);
     return mixed_ ? grad_low_.t().mm(a.to(low_)).to(weight_.scalar_type()) : grad_low_.t().mm(a);
   }
 
@@ -289,7 +289,7 @@ class LowLinearBackward {
   at::Tensor weight_;
   at::ScalarType low_;
   bool mixed_;
-  bool gemm_;  // the bf16 products through the bf16 GEMM, written in float32 (model/bf16_linear.h)
+  bool gemm_;  // the products through runtime/direct_mm, written in float32 (model/direct_linear.h)
   at::ScalarType activation_dtype_;
   at::Tensor grad_out_, grad_low_;
 };

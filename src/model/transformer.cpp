@@ -1,7 +1,7 @@
 #include "spread/model/transformer.h"
 
 #include "spread/model/attention.h"
-#include "spread/model/bf16_linear.h"
+#include "spread/model/direct_linear.h"
 #include "spread/model/recompute.h"
 #include "spread/model/residual_norm.h"
 #include "spread/model/rotary.h"
@@ -84,10 +84,10 @@ torch::Tensor PackedRows::unpad(const torch::Tensor& padded) const {
 
 torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                            at::ScalarType dtype) {
+  // On the CPU the products go to the GEMMs of model/direct_linear.h where the process has them.
+  if (takes_direct_gemm(x, dtype)) return direct_linear(x, weight, bias, dtype);
   // A 16-bit model (every parameter converted) or a float32 product: LibTorch's linear as it is.
   if (dtype == at::kFloat || x.scalar_type() != at::kFloat) return at::linear(x, weight, bias);
-  // On the CPU the bf16 GEMM writes the product in float32 (model/bf16_linear.h).
-  if (dtype == at::kBFloat16 && takes_bf16_gemm(x)) return bf16_linear(x, weight, bias);
   // Elsewhere the product's output is rounded to `dtype` once (oneDNN accumulates in float32) and widened back: what
   // follows (bias, residual adds, LayerNorm, GELU, attention) sees float32. The bias is added after the cast so
   // that its gradient is a float32 sum over the batch.

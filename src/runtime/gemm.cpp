@@ -77,6 +77,26 @@ bool computes_small_row_major_product(Product product) {
   return std::equal(c, c + 6, expected);
 }
 
+using DnnlSgemm = int (*)(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
+                         float, float*, int64_t);
+
+void check_dnnl_status(int status, const char* name, int64_t m, int64_t n, int64_t k) {
+  if (status != 0)  // 0 = dnnl_success; C is left as it was
+    throw std::runtime_error(std::string(name) + " failed with status " + std::to_string(status) + " on " +
+                             std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k));
+}
+
+DnnlSgemm found_onednn_sgemm() {
+  static const DnnlSgemm fn = [] {
+    auto found = reinterpret_cast<DnnlSgemm>(dlsym(RTLD_DEFAULT, "dnnl_sgemm"));
+    const bool works = found && computes_small_row_major_product([found](const float* a, const float* b, float* c) {
+                         found('N', 'T', 2, 2, 3, 1.0f, a, 4, b, 4, 0.0f, c, 3);
+                       });
+    return works ? found : nullptr;
+  }();
+  return fn;
+}
+
 struct Bf16Gemm {
   using Dnnl = int (*)(char, char, int64_t, int64_t, int64_t, float, const Bf16*, int64_t, const Bf16*, int64_t, float,
                        float*, int64_t);
@@ -88,9 +108,7 @@ struct Bf16Gemm {
                   int64_t lda, const Bf16* b, int64_t ldb, float beta, float* c, int64_t ldc) const {
     if (dnnl) {
       const int status = dnnl(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-      if (status != 0)  // 0 = dnnl_success; C is left as it was
-        throw std::runtime_error("dnnl_gemm_bf16bf16f32 failed with status " + std::to_string(status) + " on " +
-                                 std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k));
+      check_dnnl_status(status, "dnnl_gemm_bf16bf16f32", m, n, k);
       return;
     }
     constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;  // CBLAS_LAYOUT, CBLAS_TRANSPOSE
@@ -147,6 +165,15 @@ void row_major_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
   const char ta = trans_a ? 'T' : 'N', tb = trans_b ? 'T' : 'N';
   const BlasInt M{m}, N{n}, K{k}, LDA{lda}, LDB{ldb}, LDC{ldc};
   found_sgemm()(&tb, &ta, N.ptr(), M.ptr(), K.ptr(), &alpha, b, LDB.ptr(), a, LDA.ptr(), &beta, c, LDC.ptr());
+}
+
+bool has_onednn_sgemm() { return found_onednn_sgemm() != nullptr; }
+
+void onednn_row_major_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  const int status = found_onednn_sgemm()(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
+                                          beta, c, ldc);
+  check_dnnl_status(status, "dnnl_sgemm", m, n, k);
 }
 
 bool has_bf16_gemm() { return bool(found_bf16_gemm()); }

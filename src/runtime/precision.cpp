@@ -1,7 +1,7 @@
 #include "spread/runtime/precision.h"
 
 #include "spread/runtime/blas.h"
-#include "spread/runtime/bf16_mm.h"
+#include "spread/runtime/direct_mm.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -28,10 +28,10 @@ struct ProductRates {
 };
 
 // The product as training runs it: float32 through LibTorch (OpenBLAS), bf16 through the process's bf16 GEMM
-// writing float32 (model/bf16_linear.h) where it has one, else LibTorch's bf16 mm.
+// writing float32 (model/direct_linear.h) where it has one, else LibTorch's bf16 mm.
 void product(const at::Tensor& a, const at::Tensor& b) {
   if (a.scalar_type() == at::kBFloat16 && has_bf16_gemm())
-    bf16_mm(a, b);
+    direct_mm(a, b);
   else
     at::mm(a, b);
 }

@@ -24,6 +24,12 @@ bool has_sgemm();
 void row_major_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                     int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+// float32 through oneDNN's dnnl_sgemm (Debian's LibTorch links libdnnl, which exports it), found and checked like
+// sgemm_. Only after has_onednn_sgemm() returned true; a failing call throws.
+bool has_onednn_sgemm();
+void onednn_row_major_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
 // bf16 values as their bits (the upper half of a float32), the type both bf16 GEMMs below take.
 using Bf16 = uint16_t;
 

@@ -1,7 +1,7 @@
-#include "spread/model/bf16_linear.h"
+#include "spread/model/direct_linear.h"
 
 #include "spread/model/recompute.h"
-#include "spread/runtime/bf16_mm.h"
+#include "spread/runtime/direct_mm.h"
 
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
@@ -27,54 +27,62 @@ at::Tensor product(const at::Tensor& x_low, const at::Tensor& w_low, const c10::
   if (!bias) {
     auto y = at::empty(shape, x_low.options().dtype(at::kFloat));
     auto y2 = y.view({-1, out});
-    bf16_mm_out(y2, x_low, w_low.t());
+    direct_mm_out(y2, x_low, w_low.t());
     return y;
   }
   auto y = bias->to(at::kFloat).expand(shape).contiguous();
   auto y2 = y.view({-1, out});
-  bf16_addmm_(y2, x_low, w_low.t());
+  direct_addmm_(y2, x_low, w_low.t());
   return y;
 }
 
 void check_shapes(const at::Tensor& x, const at::Tensor& weight) {
-  TORCH_CHECK(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), "bf16_linear: input ", x.sizes(),
+  TORCH_CHECK(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), "direct_linear: input ", x.sizes(),
               " against weight ", weight.sizes());
 }
 
-struct Bf16Linear : torch::autograd::Function<Bf16Linear> {
+struct DirectLinear : torch::autograd::Function<DirectLinear> {
+  // dtype: the products' (kBFloat16: all three in bf16; kFloat: y by LibTorch, dx and dW by oneDNN's sgemm).
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
-                            const c10::optional<at::Tensor>& bias) {
+                            const c10::optional<at::Tensor>& bias, at::ScalarType dtype) {
     check_shapes(x, weight);
-    auto x_low = x.reshape({-1, weight.size(1)}).to(at::kBFloat16);
-    auto w_low = weight.to(at::kBFloat16);
-    ctx->save_for_backward({x_low, w_low});
+    auto x2 = x.reshape({-1, weight.size(1)});
     ctx->saved_data["has_bias"] = bias.has_value();
+    ctx->saved_data["dtype"] = static_cast<int64_t>(dtype);
+    if (dtype == at::kFloat) {
+      ctx->save_for_backward({x2, weight});
+      return at::linear(x, weight, bias.value_or(at::Tensor()));
+    }
+    auto x_low = x2.to(dtype), w_low = weight.to(dtype);
+    ctx->save_for_backward({x_low, w_low});
     return product(x_low, w_low, bias, with_last(x.sizes(), weight.size(0)));
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto &x_low = saved[0], &w_low = saved[1];
+    const auto &x_op = saved[0], &w_op = saved[1];  // the products' operands, in their dtype
     const bool want_x = ctx->needs_input_grad(0), want_w = ctx->needs_input_grad(1);
     const bool want_b = ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2);
-    auto g = grads[0].reshape({-1, w_low.size(0)});
+    auto g = grads[0].reshape({-1, w_op.size(0)});
     at::Tensor dx, dw, db;
     if (want_x || want_w) {
-      auto g_low = g.to(at::kBFloat16);
-      if (want_x) dx = bf16_mm(g_low, w_low).view(with_last(grads[0].sizes(), w_low.size(1)));
-      if (want_w) dw = bf16_mm(g_low.t(), x_low);
+      auto g_op = g.to(static_cast<at::ScalarType>(ctx->saved_data["dtype"].toInt()));
+      if (want_x) dx = direct_mm(g_op, w_op).view(with_last(grads[0].sizes(), w_op.size(1)));
+      if (want_w) dw = direct_mm(g_op.t(), x_op);
     }
     if (want_b) db = g.sum(0);
-    return {dx, dw, db};
+    return {dx, dw, db, at::Tensor()};
   }
 };
 
 }  // namespace
 
-bool takes_bf16_gemm(const at::Tensor& x) { return x.is_cpu() && x.scalar_type() == at::kFloat && has_bf16_gemm(); }
+bool takes_direct_gemm(const at::Tensor& x, at::ScalarType dtype) {
+  return x.is_cpu() && x.scalar_type() == at::kFloat && has_direct_mm(dtype);
+}
 
-at::Tensor bf16_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
-  return Bf16Linear::apply(x, weight, optional_input(bias));
+at::Tensor direct_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, at::ScalarType dtype) {
+  return DirectLinear::apply(x, weight, optional_input(bias), dtype);
 }
 
 at::Tensor bf16_linear_product(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
