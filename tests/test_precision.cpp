@@ -244,6 +244,9 @@ TEST(MixedLinear, Fp32BackwardProductsGoToOneDnnSgemm) {
   auto g = torch::randn({4, rows / 4, out});
   ASSERT_TRUE(spread::takes_direct_gemm(x, torch::kFloat));
   auto y = spread::mixed_linear(x, w, b, torch::kFloat);
+  ASSERT_TRUE(y.grad_fn() != nullptr);
+  EXPECT_NE(y.grad_fn()->name().find("DirectLinear"), std::string::npos) << y.grad_fn()->name();
+  EXPECT_NO_THROW(y.add_(0.0)) << "the output is a tensor of its own, not a view made inside the node";
   y.backward(g);
 
   auto X = x.detach().reshape({rows, in}).to(torch::kDouble), W = w.detach().to(torch::kDouble);
@@ -256,6 +259,15 @@ TEST(MixedLinear, Fp32BackwardProductsGoToOneDnnSgemm) {
   auto g2 = g.reshape({rows, out});
   EXPECT_TRUE(torch::equal(x.grad().reshape({rows, in}), spread::direct_mm(g2, w.detach())));
   EXPECT_TRUE(torch::equal(w.grad(), spread::direct_mm(g2.t(), x.detach().reshape({rows, in}))));
+
+  // A frozen weight, no bias, and the stride-0 gradient of a sum: dx = 1 W, every row W's column sums.
+  x.grad().zero_();
+  spread::mixed_linear(x, w.detach(), {}, torch::kFloat).sum().backward();
+  auto ones = torch::ones({rows, out}, torch::kDouble);
+  expect_within(x.grad().reshape({rows, in}), ones.mm(W), fp32_product_bound(ones, W), "dx of a sum");
+  // Inference records no node: LibTorch's linear as it is.
+  const torch::NoGradGuard no_grad;
+  EXPECT_FALSE(spread::takes_direct_gemm(x, torch::kFloat));
 }
 
 // The recomputing MLP output layer (gelu_linear) takes the same path in forward and backward. Inputs h >= 8, where

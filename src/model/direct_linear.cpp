@@ -36,6 +36,18 @@ at::Tensor product(const at::Tensor& x_low, const at::Tensor& w_low, const c10::
   return y;
 }
 
+// The float32 forward through LibTorch (OpenBLAS), into an output allocated in its final shape like product().
+at::Tensor float32_product(const at::Tensor& x2, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
+                           const std::vector<int64_t>& shape) {
+  auto y = at::empty(shape, x2.options());
+  auto y2 = y.view({-1, weight.size(0)});
+  if (bias)
+    at::addmm_out(y2, *bias, x2, weight.t());
+  else
+    at::mm_out(y2, x2, weight.t());
+  return y;
+}
+
 void check_shapes(const at::Tensor& x, const at::Tensor& weight) {
   TORCH_CHECK(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), "direct_linear: input ", x.sizes(),
               " against weight ", weight.sizes());
@@ -51,7 +63,7 @@ struct DirectLinear : torch::autograd::Function<DirectLinear> {
     ctx->saved_data["dtype"] = static_cast<int64_t>(dtype);
     if (dtype == at::kFloat) {
       ctx->save_for_backward({x2, weight});
-      return at::linear(x, weight, bias.value_or(at::Tensor()));
+      return float32_product(x2, weight, bias, with_last(x.sizes(), weight.size(0)));
     }
     auto x_low = x2.to(dtype), w_low = weight.to(dtype);
     ctx->save_for_backward({x_low, w_low});
@@ -59,6 +71,8 @@ struct DirectLinear : torch::autograd::Function<DirectLinear> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    // Grad mode is on in backward only under create_graph; the products below are not differentiable.
+    TORCH_CHECK(!at::GradMode::is_enabled(), "direct_linear: first-order gradients only (no create_graph)");
     const auto saved = ctx->get_saved_variables();
     const auto &x_op = saved[0], &w_op = saved[1];  // the products' operands, in their dtype
     const bool want_x = ctx->needs_input_grad(0), want_w = ctx->needs_input_grad(1);
@@ -78,7 +92,10 @@ struct DirectLinear : torch::autograd::Function<DirectLinear> {
 }  // namespace
 
 bool takes_direct_gemm(const at::Tensor& x, at::ScalarType dtype) {
-  return x.is_cpu() && x.scalar_type() == at::kFloat && has_direct_mm(dtype);
+  if (!x.is_cpu() || x.scalar_type() != at::kFloat) return false;
+  // In float32 only backward differs from LibTorch's linear: without gradients, no node.
+  if (dtype == at::kFloat && !at::GradMode::is_enabled()) return false;
+  return has_direct_mm(dtype);
 }
 
 at::Tensor direct_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, at::ScalarType dtype) {

@@ -1,5 +1,7 @@
 #include "spread/runtime/direct_mm.h"
 
+#include "spread/runtime/blas.h"
+
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -26,6 +28,7 @@ void gemm_into(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, float be
                   b.is_cpu() && (dtype == at::kBFloat16 || dtype == at::kFloat),
               "direct_mm: takes 2-d CPU matrices of one dtype, bf16 or float32: ", a.sizes(), " ", dtype, " times ",
               b.sizes(), " ", b.scalar_type());
+  TORCH_CHECK(has_direct_mm(dtype), "direct_mm: this process has no GEMM for ", dtype, " operands");
   TORCH_CHECK(c.is_contiguous() && c.scalar_type() == at::kFloat && c.size(0) == a.size(0) && c.size(1) == b.size(1),
               "direct_mm: the output must be contiguous float32 [", a.size(0), ", ", b.size(1), "]");
   const int64_t m = a.size(0), n = b.size(1), k = a.size(1);
@@ -46,7 +49,11 @@ void gemm_into(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, float be
 }  // namespace
 
 bool has_direct_mm(at::ScalarType dtype) {
-  return dtype == at::kBFloat16 ? has_bf16_gemm() : dtype == at::kFloat && has_onednn_sgemm();
+  if (dtype == at::kBFloat16) return has_bf16_gemm();
+  // With OpenBLAS's own pthreads LibTorch (and so oneDNN, on OpenMP) runs on one thread (runtime/blas.h): there
+  // OpenBLAS's threaded sgemm_ stays.
+  static const bool blas_threads_itself = blas_info().threading == "pthread";
+  return dtype == at::kFloat && has_onednn_sgemm() && !blas_threads_itself;
 }
 
 const Bf16* bf16_bits(const at::Tensor& t) { return reinterpret_cast<const Bf16*>(t.data_ptr<at::BFloat16>()); }

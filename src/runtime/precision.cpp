@@ -27,7 +27,7 @@ struct ProductRates {
   double fp32_gflops = 0, bf16_gflops = 0;
 };
 
-// The product as training runs it: float32 through LibTorch (OpenBLAS), bf16 through the process's bf16 GEMM
+// The forward product as training runs it: float32 through LibTorch (OpenBLAS), bf16 through the process's bf16 GEMM
 // writing float32 (model/direct_linear.h) where it has one, else LibTorch's bf16 mm.
 void product(const at::Tensor& a, const at::Tensor& b) {
   if (a.scalar_type() == at::kBFloat16 && has_bf16_gemm())

@@ -5,9 +5,10 @@
 //     float32 accumulation. LibTorch's bf16 mm instead writes a bf16 result that is then widened, and its backward
 //     goes through two more casts and a bf16 dW: passes this path does not make, and one rounding less in every
 //     output and weight gradient.
-//   float32 products: y through LibTorch (OpenBLAS's sgemm_), dx and dW through oneDNN's dnnl_sgemm, which trains
-//     shape B 7% faster on the AMD EPYC (OpenBLAS 0.3.21 stays faster on the forward products of encoders;
-//     docs/benchmarks.md).
+//   float32 products: y through LibTorch (OpenBLAS's sgemm_), dx and dW through oneDNN's dnnl_sgemm (where the
+//     process has it and OpenBLAS runs on OpenMP), which trained shape B 1.13x and shape A 1.26x faster on the AMD
+//     EPYC (OpenBLAS 0.3.21 stayed faster on the forward products of encoders; docs/benchmarks.md). Without
+//     gradients (inference) float32 layers are LibTorch's linear as before.
 // First-order gradients only (no double backward), as model/recompute.h.
 #include <ATen/core/Tensor.h>
 
