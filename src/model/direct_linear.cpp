@@ -23,16 +23,12 @@ std::vector<int64_t> with_last(at::IntArrayRef sizes, int64_t last) {
 // beta 1, so the GEMM adds the product to it instead of a pass that reads y again.
 at::Tensor product(const at::Tensor& x_low, const at::Tensor& w_low, const c10::optional<at::Tensor>& bias,
                    const std::vector<int64_t>& shape) {
-  const int64_t out = w_low.size(0);
-  if (!bias) {
-    auto y = at::empty(shape, x_low.options().dtype(at::kFloat));
-    auto y2 = y.view({-1, out});
+  auto y = bias ? bias->to(at::kFloat).expand(shape).contiguous() : at::empty(shape, x_low.options().dtype(at::kFloat));
+  auto y2 = y.view({-1, w_low.size(0)});
+  if (bias)
+    direct_addmm_(y2, x_low, w_low.t());
+  else
     direct_mm_out(y2, x_low, w_low.t());
-    return y;
-  }
-  auto y = bias->to(at::kFloat).expand(shape).contiguous();
-  auto y2 = y.view({-1, out});
-  direct_addmm_(y2, x_low, w_low.t());
   return y;
 }
 
