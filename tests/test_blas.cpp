@@ -2,8 +2,10 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <iostream>
 #include <thread>
+#include <utility>
 
 #include "cli_run.h"
 #include "spread/runtime/blas.h"
@@ -68,4 +70,34 @@ TEST(Blas, DefaultThreadPlanNeverRunsTwoPoolsOnTheSameCores) {
   EXPECT_EQ(three.intra_op, 3);
   EXPECT_EQ(three.blas, 3);
   EXPECT_EQ(at::get_num_threads(), 3);
+}
+
+namespace {
+
+// The "threads: LibTorch N, BLAS M" of `spread info`, which reports the counts main() set for every command.
+std::pair<int, int> reported_threads(const std::string& info_output) {
+  const auto at = info_output.find("threads: LibTorch ");
+  if (at == std::string::npos) return {-1, -1};
+  int torch = -1, blas = -1;
+  std::sscanf(info_output.c_str() + at, "threads: LibTorch %d, BLAS %d", &torch, &blas);
+  return {torch, blas};
+}
+
+}  // namespace
+
+// Every command starts on all cores (LibTorch alone starts x86 processes on half the logical CPUs: one thread on a
+// 2-vCPU machine, where `spread encode` ran at half speed), or on OMP_NUM_THREADS where the user set it.
+TEST(Blas, EveryCommandStartsOnAllCoresOrOnOmpNumThreads) {
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  const auto unset = spread::testing::run_spread_env("env -u OMP_NUM_THREADS -u MKL_NUM_THREADS", "info");
+  ASSERT_EQ(unset.code, 0) << unset.output;
+  const bool pthread_blas = unset.output.find("(pthread)") != std::string::npos;
+  EXPECT_EQ(reported_threads(unset.output).first, pthread_blas ? 1 : cores) << unset.output;
+
+  const auto three = spread::testing::run_spread_env("env OMP_NUM_THREADS=3", "info");
+  ASSERT_EQ(three.code, 0) << three.output;
+  EXPECT_EQ(reported_threads(three.output).first, 3) << three.output;
+  const auto junk = spread::testing::run_spread_env("env -u MKL_NUM_THREADS OMP_NUM_THREADS=many", "info");
+  ASSERT_EQ(junk.code, 0) << junk.output;
+  EXPECT_EQ(reported_threads(junk.output).first, pthread_blas ? 1 : cores) << junk.output;
 }

@@ -19,7 +19,7 @@ int cmd_info(int argc, char** argv) {
     return 0;
   }
   const BlasInfo blas = blas_info();
-  const ThreadPlan threads = apply_threads(0);
+  const ThreadPlan threads = current_threads();  // as main() set them for every command
   fmt::print("spread: {}\n", device_line(device_report()));
   fmt::print("BLAS: {} ({}) core {} ({}); threads: LibTorch {}, BLAS {}\n", blas.library,
              blas.threading.empty() ? "?" : blas.threading, blas.core.empty() ? "?" : blas.core,

@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
   // skips the switch (and with it any second start).
   if (argc < 2 || std::strcmp(argv[1], "export") != 0) spread::select_blas_core(argv);
   spread::tune_allocator();
+  spread::apply_process_threads();
   try {
     return dispatch(argc, argv);
   } catch (const spread::UserError& e) {

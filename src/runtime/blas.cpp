@@ -135,11 +135,21 @@ ThreadPlan apply_threads(int64_t requested) {
   return plan;
 }
 
-SingleThreaded::SingleThreaded() {
-  saved_.intra_op = at::get_num_threads();
-  if (auto get = openblas_symbol<int (*)()>("openblas_get_num_threads")) saved_.blas = get();
-  set_thread_counts({1, 1});
+ThreadPlan apply_process_threads() {
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  char* end = nullptr;
+  const long n = env ? std::strtol(env, &end, 10) : 0;
+  const bool valid = env && end != env && *end == '\0' && n > 0 && n <= 4096;
+  return apply_threads(valid ? n : 0);
 }
+
+ThreadPlan current_threads() {
+  ThreadPlan now{at::get_num_threads(), 0};
+  if (auto get = openblas_symbol<int (*)()>("openblas_get_num_threads")) now.blas = get();
+  return now;
+}
+
+SingleThreaded::SingleThreaded() : saved_(current_threads()) { set_thread_counts({1, 1}); }
 
 SingleThreaded::~SingleThreaded() { set_thread_counts(saved_); }
 

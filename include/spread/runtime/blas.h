@@ -36,6 +36,15 @@ struct ThreadPlan {
 // with MKL) both use all cores. requested = N: both get N.
 ThreadPlan apply_threads(int64_t requested);
 
+// The plan every command starts from, set in main() before it runs: OMP_NUM_THREADS when it holds a positive number
+// (LibTorch's and OpenMP's convention), else apply_threads(0). LibTorch's own default is half the logical CPUs on x86
+// (it assumes two hyperthreads per core): one thread on a 2-vCPU VM, where `spread encode` ran at half speed.
+// Training then applies its recipe's run.threads.
+ThreadPlan apply_process_threads();
+
+// The counts in force now (blas = 0 where OpenBLAS is absent).
+ThreadPlan current_threads();
+
 // While it lives, LibTorch's operators and OpenBLAS run on one thread; the two thread counts are restored after.
 // For timings that must not depend on other work on the machine: with two threads, every parallel region waits
 // until both are scheduled.
@@ -47,7 +56,7 @@ class SingleThreaded {
   SingleThreaded& operator=(const SingleThreaded&) = delete;
 
  private:
-  ThreadPlan saved_;  // the counts to restore (blas is not set where OpenBLAS is absent)
+  ThreadPlan saved_;  // the counts to restore
 };
 
 }  // namespace spread
