@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "cli_run.h"
 #include "spread/config/recipe.h"
@@ -229,13 +230,16 @@ TEST(MixedLinear, Bf16OnTheCpuWritesItsProductsInFloat32) {
   }
 }
 
-// float32 linear layers on the CPU: y by LibTorch, dx and dW by oneDNN's dnnl_sgemm (model/direct_linear.h), each
-// within float32's accumulation bound of float64, and (the wiring) dx and dW are oneDNN's products bitwise.
-TEST(MixedLinear, Fp32BackwardProductsGoToOneDnnSgemm) {
-  if (!spread::has_onednn_sgemm()) {
-    if (SPREAD_EXPECT_FUSED_ATTENTION) FAIL() << "Debian's LibTorch links libdnnl, which exports dnnl_sgemm";
-    GTEST_SKIP() << "this process has no dnnl_sgemm (the wheel's LibTorch keeps oneDNN's symbols to itself)";
+#define SKIP_WITHOUT_ONEDNN_SGEMM()                                                                      \
+  if (!spread::has_onednn_sgemm()) {                                                                      \
+    if (SPREAD_EXPECT_FUSED_ATTENTION) FAIL() << "Debian's LibTorch links libdnnl, which exports dnnl_sgemm"; \
+    GTEST_SKIP() << "this process has no dnnl_sgemm (the wheel's LibTorch keeps oneDNN's symbols to itself)";  \
   }
+
+// float32 linear layers on the CPU while training: y, dx and dW by oneDNN's dnnl_sgemm (model/direct_linear.h), each
+// within float32's accumulation bound of float64, and (the wiring) three products counted by runtime/direct_mm.
+TEST(MixedLinear, Fp32TrainingProductsGoToOneDnnSgemm) {
+  SKIP_WITHOUT_ONEDNN_SGEMM();
   torch::manual_seed(24);
   const int64_t rows = 48, in = 96, out = 40;
   auto x = torch::randn({4, rows / 4, in}).requires_grad_(true);
@@ -243,11 +247,14 @@ TEST(MixedLinear, Fp32BackwardProductsGoToOneDnnSgemm) {
   auto b = torch::randn({out}).requires_grad_(true);
   auto g = torch::randn({4, rows / 4, out});
   ASSERT_TRUE(spread::takes_direct_gemm(x, torch::kFloat));
+  const int64_t before = spread::direct_products_run(torch::kFloat);
   auto y = spread::mixed_linear(x, w, b, torch::kFloat);
+  EXPECT_EQ(spread::direct_products_run(torch::kFloat) - before, 1) << "y";
   ASSERT_TRUE(y.grad_fn() != nullptr);
   EXPECT_NE(y.grad_fn()->name().find("DirectLinear"), std::string::npos) << y.grad_fn()->name();
   EXPECT_NO_THROW(y.add_(0.0)) << "the output is a tensor of its own, not a view made inside the node";
   y.backward(g);
+  EXPECT_EQ(spread::direct_products_run(torch::kFloat) - before, 3) << "dx and dW";
 
   auto X = x.detach().reshape({rows, in}).to(torch::kDouble), W = w.detach().to(torch::kDouble);
   auto G = g.reshape({rows, out}).to(torch::kDouble), B = b.detach().to(torch::kDouble);
@@ -256,9 +263,6 @@ TEST(MixedLinear, Fp32BackwardProductsGoToOneDnnSgemm) {
                 "y");
   expect_within(x.grad().reshape({rows, in}), G.mm(W), fp32_product_bound(G, W), "dx");
   expect_within(w.grad(), G.t().mm(X), fp32_product_bound(G.t(), X), "dW");
-  auto g2 = g.reshape({rows, out});
-  EXPECT_TRUE(torch::equal(x.grad().reshape({rows, in}), spread::direct_mm(g2, w.detach())));
-  EXPECT_TRUE(torch::equal(w.grad(), spread::direct_mm(g2.t(), x.detach().reshape({rows, in}))));
 
   // A frozen weight, no bias, and the stride-0 gradient of a sum: dx = 1 W, every row W's column sums.
   x.grad().zero_();
@@ -268,6 +272,58 @@ TEST(MixedLinear, Fp32BackwardProductsGoToOneDnnSgemm) {
   // Inference records no node: LibTorch's linear as it is.
   const torch::NoGradGuard no_grad;
   EXPECT_FALSE(spread::takes_direct_gemm(x, torch::kFloat));
+  const int64_t inference_before = spread::direct_products_run(torch::kFloat);
+  spread::mixed_linear(x, w, b, torch::kFloat);
+  EXPECT_EQ(spread::direct_products_run(torch::kFloat), inference_before);
+}
+
+// The recomputing MLP output layers (gelu_linear, gated_linear) take the same float32 path while training (one
+// product forward, two backward), within float32's bound of float64, and LibTorch's linear in inference. Inputs
+// where the activation is the identity in float32, so that the bounds are those of plain products: GELU(h) =
+// h Phi(h) with Phi(h) and GELU'(h) rounding to 1 for h >= 8; SiLU(a) = a sigmoid(a) with sigmoid(a) and SiLU'(a)
+// rounding to 1 for a >= 30.
+TEST(MixedLinear, Fp32RecomputingLayersTakeOneDnnSgemmWhileTraining) {
+  SKIP_WITHOUT_ONEDNN_SGEMM();
+  torch::manual_seed(25);
+  const int64_t rows = 64, in = 72, out = 48;
+  auto w = (0.1 * torch::randn({out, in})).requires_grad_(true);
+  auto b = torch::randn({out}).requires_grad_(true);
+  auto g = torch::randn({rows, out});
+  const auto W = w.detach().to(torch::kDouble), B = b.detach().to(torch::kDouble), G = g.to(torch::kDouble);
+  // y, dW and d(activation) of the float64 activation A, against float32 products' bounds.
+  auto check = [&](const torch::Tensor& y, const torch::Tensor& A, const torch::Tensor& grad_activation) {
+    auto expected = A.mm(W.t()) + B;
+    expect_within(y, expected, fp32_product_bound(A, W.t()) + std::ldexp(1.0, -23) * expected.abs(), "y");
+    expect_within(w.grad(), G.t().mm(A), fp32_product_bound(G.t(), A), "dW");
+    expect_within(grad_activation, G.mm(W), fp32_product_bound(G, W), "d(activation)");
+  };
+  auto products_while = [](const std::function<void()>& step) {
+    const int64_t before = spread::direct_products_run(torch::kFloat);
+    step();
+    return spread::direct_products_run(torch::kFloat) - before;
+  };
+
+  auto h = (8 + 4 * torch::rand({rows, in})).requires_grad_(true);
+  torch::Tensor y;
+  EXPECT_EQ(products_while([&] { y = spread::gelu_linear(h, w, b, torch::kFloat); }), 1) << "GELU forward";
+  EXPECT_EQ(products_while([&] { y.backward(g); }), 2) << "GELU backward";
+  check(y, h.detach().to(torch::kDouble), h.grad());
+
+  w.grad().zero_();
+  auto a = 30 + 4 * torch::rand({rows, in}), v = torch::randn({rows, in});
+  auto gated = torch::cat({a, v}, 1).requires_grad_(true);
+  EXPECT_EQ(products_while([&] { y = spread::gated_linear(gated, w, b, /*silu=*/true, torch::kFloat); }), 1)
+      << "SwiGLU forward";
+  EXPECT_EQ(products_while([&] { y.backward(g); }), 2) << "SwiGLU backward";
+  // dL/dv = (G W) SiLU(a) = (G W) a.
+  const auto A = a.to(torch::kDouble);
+  check(y, A * v.to(torch::kDouble), gated.grad().narrow(1, in, in) / A);
+
+  // Inference records no node and runs LibTorch's linear (OpenBLAS, faster on encoders' forward passes).
+  const torch::NoGradGuard no_grad;
+  EXPECT_EQ(products_while([&] { y = spread::gelu_linear(h, w, b, torch::kFloat); }), 0) << "GELU inference";
+  EXPECT_EQ(products_while([&] { y = spread::gated_linear(gated, w, b, true, torch::kFloat); }), 0)
+      << "SwiGLU inference";
 }
 
 // The recomputing MLP output layer (gelu_linear) takes the same path in forward and backward. Inputs h >= 8, where

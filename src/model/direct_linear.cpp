@@ -18,9 +18,9 @@ std::vector<int64_t> with_last(at::IntArrayRef sizes, int64_t last) {
   return shape;
 }
 
-// x_low [rows, in] and w_low [out, in] in bf16: float32 [..shape.., out] = x W^T + b, allocated in its final shape
-// (a view made in a custom Function's forward could not be modified in place later). The bias goes in as C with
-// beta 1, so the GEMM adds the product to it instead of a pass that reads y again.
+// x_low [rows, in] and w_low [out, in] in the products' dtype: float32 [..shape.., out] = x W^T + b, allocated in
+// its final shape (a view made in a custom Function's forward could not be modified in place later). The bias goes
+// in as C with beta 1, so the GEMM adds the product to it instead of a pass that reads y again.
 at::Tensor product(const at::Tensor& x_low, const at::Tensor& w_low, const c10::optional<at::Tensor>& bias,
                    const std::vector<int64_t>& shape) {
   auto y = bias ? bias->to(at::kFloat).expand(shape).contiguous() : at::empty(shape, x_low.options().dtype(at::kFloat));
@@ -32,36 +32,20 @@ at::Tensor product(const at::Tensor& x_low, const at::Tensor& w_low, const c10::
   return y;
 }
 
-// The float32 forward through LibTorch (OpenBLAS), into an output allocated in its final shape like product().
-at::Tensor float32_product(const at::Tensor& x2, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
-                           const std::vector<int64_t>& shape) {
-  auto y = at::empty(shape, x2.options());
-  auto y2 = y.view({-1, weight.size(0)});
-  if (bias)
-    at::addmm_out(y2, *bias, x2, weight.t());
-  else
-    at::mm_out(y2, x2, weight.t());
-  return y;
-}
-
 void check_shapes(const at::Tensor& x, const at::Tensor& weight) {
   TORCH_CHECK(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), "direct_linear: input ", x.sizes(),
               " against weight ", weight.sizes());
 }
 
 struct DirectLinear : torch::autograd::Function<DirectLinear> {
-  // dtype: the products' (kBFloat16: all three in bf16; kFloat: y by LibTorch, dx and dW by oneDNN's sgemm).
+  // dtype: the products' (kBFloat16 or kFloat).
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
                             const c10::optional<at::Tensor>& bias, at::ScalarType dtype) {
     check_shapes(x, weight);
     auto x2 = x.reshape({-1, weight.size(1)});
     ctx->saved_data["has_bias"] = bias.has_value();
     ctx->saved_data["dtype"] = static_cast<int64_t>(dtype);
-    if (dtype == at::kFloat) {
-      ctx->save_for_backward({x2, weight});
-      return float32_product(x2, weight, bias, with_last(x.sizes(), weight.size(0)));
-    }
-    auto x_low = x2.to(dtype), w_low = weight.to(dtype);
+    auto x_low = x2.to(dtype), w_low = weight.to(dtype);  // no copies in float32
     ctx->save_for_backward({x_low, w_low});
     return product(x_low, w_low, bias, with_last(x.sizes(), weight.size(0)));
   }
@@ -89,7 +73,7 @@ struct DirectLinear : torch::autograd::Function<DirectLinear> {
 
 bool takes_direct_gemm(const at::Tensor& x, at::ScalarType dtype) {
   if (!x.is_cpu() || x.scalar_type() != at::kFloat) return false;
-  // In float32 only backward differs from LibTorch's linear: without gradients, no node.
+  // Float32 inference stays on LibTorch's linear (OpenBLAS).
   if (dtype == at::kFloat && !at::GradMode::is_enabled()) return false;
   return has_direct_mm(dtype);
 }
@@ -98,10 +82,11 @@ at::Tensor direct_linear(const at::Tensor& x, const at::Tensor& weight, const at
   return DirectLinear::apply(x, weight, optional_input(bias), dtype);
 }
 
-at::Tensor bf16_linear_product(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+at::Tensor direct_linear_product(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                                 at::ScalarType dtype) {
   check_shapes(x, weight);
   const at::NoGradGuard no_grad;
-  return product(x.reshape({-1, weight.size(1)}).to(at::kBFloat16), weight.to(at::kBFloat16), optional_input(bias),
+  return product(x.reshape({-1, weight.size(1)}).to(dtype), weight.to(dtype), optional_input(bias),
                  with_last(x.sizes(), weight.size(0)));
 }
 

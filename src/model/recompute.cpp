@@ -254,10 +254,12 @@ struct AttentionCore : torch::autograd::Function<AttentionCore> {
   }
 };
 
-// linear(a, weight, bias) with the product in `low` (kFloat, or kBFloat16 for a float32 a; see mixed_linear).
-at::Tensor low_linear(const at::Tensor& a, const at::Tensor& weight, const at::Tensor& bias, at::ScalarType low) {
+// linear(a, weight, bias) with the product in `low` (kFloat, or kBFloat16 for a float32 a; see mixed_linear);
+// direct_gemm: the node's caller found takes_direct_gemm (model/direct_linear.h).
+at::Tensor low_linear(const at::Tensor& a, const at::Tensor& weight, const at::Tensor& bias, at::ScalarType low,
+                      bool direct_gemm) {
+  if (direct_gemm) return direct_linear_product(a, weight, bias, low);
   if (low == a.scalar_type()) return at::linear(a, weight, bias);
-  if (low == at::kBFloat16 && takes_direct_gemm(a, low)) return bf16_linear_product(a, weight, bias);
   auto y = at::linear(a.to(low), weight.to(low)).to(a.scalar_type());
   return bias.defined() ? y.add_(bias) : y;
 }
@@ -267,9 +269,9 @@ at::Tensor low_linear(const at::Tensor& a, const at::Tensor& weight, const at::T
 class LowLinearBackward {
  public:
   LowLinearBackward(const at::Tensor& grad_out, const at::Tensor& weight, at::ScalarType low,
-                    at::ScalarType activation_dtype)
-      : weight_(weight), low_(low), mixed_(low != activation_dtype),
-        gemm_(takes_direct_gemm(grad_out, low)), activation_dtype_(activation_dtype),
+                    at::ScalarType activation_dtype, bool direct_gemm)
+      : weight_(weight), low_(low), mixed_(low != activation_dtype), gemm_(direct_gemm),
+        activation_dtype_(activation_dtype),
         grad_out_(grad_out.reshape({-1, weight.size(0)})),
         grad_low_(mixed_ ? grad_out_.to(low) : grad_out_) {}
 
@@ -294,8 +296,16 @@ class LowLinearBackward {
   at::Tensor grad_out_, grad_low_;
 };
 
-at::ScalarType saved_matmul_dtype(AutogradContext* ctx) {
-  return static_cast<at::ScalarType>(ctx->saved_data["matmul_dtype"].toInt());
+// What GeluLinear and GatedLinear keep for their LowLinearBackward.
+void save_products(AutogradContext* ctx, at::ScalarType matmul_dtype, bool direct_gemm) {
+  ctx->saved_data["matmul_dtype"] = static_cast<int64_t>(matmul_dtype);
+  ctx->saved_data["direct_gemm"] = direct_gemm;
+}
+
+LowLinearBackward low_linear_backward(AutogradContext* ctx, const at::Tensor& grad_out, const at::Tensor& weight,
+                                      const at::Tensor& activation_input) {
+  return LowLinearBackward(grad_out, weight, static_cast<at::ScalarType>(ctx->saved_data["matmul_dtype"].toInt()),
+                           activation_input.scalar_type(), ctx->saved_data["direct_gemm"].toBool());
 }
 
 struct GeluLinear : torch::autograd::Function<GeluLinear> {
@@ -304,21 +314,21 @@ struct GeluLinear : torch::autograd::Function<GeluLinear> {
   // gradient is summed in the GELU-backward loop instead of in a pass of its own.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& h, const c10::optional<at::Tensor>& h_bias,
                             const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
-                            at::ScalarType matmul_dtype) {
+                            at::ScalarType matmul_dtype, bool direct_gemm) {
     const at::Tensor b = bias.value_or(at::Tensor()), hb = h_bias.value_or(at::Tensor());
     ctx->save_for_backward({h, weight, hb});
     ctx->saved_data["has_bias"] = b.defined();
-    ctx->saved_data["matmul_dtype"] = static_cast<int64_t>(matmul_dtype);
-    return low_linear(activation(h, hb), weight, b, matmul_dtype);
+    save_products(ctx, matmul_dtype, direct_gemm);
+    return low_linear(activation(h, hb), weight, b, matmul_dtype, direct_gemm);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto saved = ctx->get_saved_variables();
     const at::Tensor &h = saved[0], &weight = saved[1], &h_bias = saved[2];
-    const LowLinearBackward linear(grads[0], weight, saved_matmul_dtype(ctx), h.scalar_type());
+    const LowLinearBackward linear = low_linear_backward(ctx, grads[0], weight, h);
     GeluBackward g = gelu_and_backward(linear.grad_activation().view(h.sizes()), h, h_bias);
     return {g.grad_h, g.grad_bias, linear.grad_weight(g.activation),
-            ctx->saved_data["has_bias"].toBool() ? linear.grad_bias() : at::Tensor(), at::Tensor()};
+            ctx->saved_data["has_bias"].toBool() ? linear.grad_bias() : at::Tensor(), at::Tensor(), at::Tensor()};
   }
 
   static at::Tensor activation(const at::Tensor& h, const at::Tensor& h_bias) {
@@ -329,24 +339,26 @@ struct GeluLinear : torch::autograd::Function<GeluLinear> {
 struct GatedLinear : torch::autograd::Function<GatedLinear> {
   // linear(act(a) * b, weight, bias) for h = [a | b]; matmul_dtype as GeluLinear's.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& h, const at::Tensor& weight,
-                            const c10::optional<at::Tensor>& bias, bool silu, at::ScalarType matmul_dtype) {
+                            const c10::optional<at::Tensor>& bias, bool silu, at::ScalarType matmul_dtype,
+                            bool direct_gemm) {
     const at::Tensor b = bias.value_or(at::Tensor());
     ctx->save_for_backward({h, weight});
     ctx->saved_data["has_bias"] = b.defined();
     ctx->saved_data["silu"] = silu;
-    ctx->saved_data["matmul_dtype"] = static_cast<int64_t>(matmul_dtype);
-    return low_linear(gated(h, silu), weight, b, matmul_dtype);
+    save_products(ctx, matmul_dtype, direct_gemm);
+    return low_linear(gated(h, silu), weight, b, matmul_dtype, direct_gemm);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto saved = ctx->get_saved_variables();
     const at::Tensor &h = saved[0], &weight = saved[1];
-    const LowLinearBackward linear(grads[0], weight, saved_matmul_dtype(ctx), h.scalar_type());
+    const LowLinearBackward linear = low_linear_backward(ctx, grads[0], weight, h);
     auto sizes = h.sizes().vec();
     sizes.back() /= 2;
     GatedBackward g = gated_and_backward(linear.grad_activation().view(sizes), h, ctx->saved_data["silu"].toBool());
     return {g.grad_h, linear.grad_weight(g.product),
-            ctx->saved_data["has_bias"].toBool() ? linear.grad_bias() : at::Tensor(), at::Tensor(), at::Tensor()};
+            ctx->saved_data["has_bias"].toBool() ? linear.grad_bias() : at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor()};
   }
 };
 
@@ -370,17 +382,28 @@ at::Tensor attention_core(const at::Tensor& qkv, const at::Tensor& mask, int64_t
   return AttentionCore::apply(qkv, optional_input(mask), batch);
 }
 
+namespace {
+
+// Asked outside the node, where grad mode is the caller's (model/direct_linear.h).
+bool direct_gemm_here(const at::Tensor& h, at::ScalarType matmul_dtype) {
+  return takes_direct_gemm(h, matmul_dtype);
+}
+
+}  // namespace
+
 at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
                        at::ScalarType matmul_dtype, const at::Tensor& h_bias) {
   // As mixed_linear: only a float32 h is multiplied in a narrower dtype.
   if (matmul_dtype == at::kFloat || h.scalar_type() != at::kFloat) matmul_dtype = h.scalar_type();
-  return GeluLinear::apply(h, optional_input(h_bias), weight, optional_input(bias), matmul_dtype);
+  return GeluLinear::apply(h, optional_input(h_bias), weight, optional_input(bias), matmul_dtype,
+                           direct_gemm_here(h, matmul_dtype));
 }
 
 at::Tensor gated_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias, bool silu,
                         at::ScalarType matmul_dtype) {
   if (matmul_dtype == at::kFloat || h.scalar_type() != at::kFloat) matmul_dtype = h.scalar_type();
-  return GatedLinear::apply(h.contiguous(), weight, optional_input(bias), silu, matmul_dtype);
+  return GatedLinear::apply(h.contiguous(), weight, optional_input(bias), silu, matmul_dtype,
+                            direct_gemm_here(h, matmul_dtype));
 }
 
 }  // namespace spread

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <atomic>
 
 namespace spread {
 namespace {
@@ -22,6 +23,8 @@ Operand as_operand(const at::Tensor& t) {
   return {t.contiguous(), false, std::max<int64_t>(t.size(1), 1)};
 }
 
+std::atomic<int64_t> products_run[2];  // bf16, float32
+
 void gemm_into(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, float beta) {
   const auto dtype = a.scalar_type();
   TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0) && b.scalar_type() == dtype && a.is_cpu() &&
@@ -31,6 +34,7 @@ void gemm_into(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, float be
   TORCH_CHECK(has_direct_mm(dtype), "direct_mm: this process has no GEMM for ", dtype, " operands");
   TORCH_CHECK(c.is_contiguous() && c.scalar_type() == at::kFloat && c.size(0) == a.size(0) && c.size(1) == b.size(1),
               "direct_mm: the output must be contiguous float32 [", a.size(0), ", ", b.size(1), "]");
+  products_run[dtype == at::kFloat].fetch_add(1, std::memory_order_relaxed);
   const int64_t m = a.size(0), n = b.size(1), k = a.size(1);
   if (m == 0 || n == 0) return;
   if (k == 0) {
@@ -47,6 +51,10 @@ void gemm_into(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, float be
 }
 
 }  // namespace
+
+int64_t direct_products_run(at::ScalarType dtype) {
+  return dtype == at::kBFloat16 || dtype == at::kFloat ? products_run[dtype == at::kFloat].load() : 0;
+}
 
 bool has_direct_mm(at::ScalarType dtype) {
   if (dtype == at::kBFloat16) return has_bf16_gemm();

@@ -5,10 +5,10 @@
 //     float32 accumulation. LibTorch's bf16 mm instead writes a bf16 result that is then widened, and its backward
 //     goes through two more casts and a bf16 dW: passes this path does not make, and one rounding less in every
 //     output and weight gradient.
-//   float32 products: y through LibTorch (OpenBLAS's sgemm_), dx and dW through oneDNN's dnnl_sgemm (where the
-//     process has it and OpenBLAS runs on OpenMP), which trained shape B 1.13x and shape A 1.26x faster on the AMD
-//     EPYC (OpenBLAS 0.3.21 stayed faster on the forward products of encoders; docs/benchmarks.md). Without
-//     gradients (inference) float32 layers are LibTorch's linear as before.
+//   float32 products, while training: y, dx and dW through oneDNN's dnnl_sgemm (where the process has it and
+//     OpenBLAS runs on OpenMP), which trained shapes A and B faster on the AMD EPYC than OpenBLAS's sgemm_
+//     (docs/benchmarks.md). Without gradients (inference) float32 layers are LibTorch's linear as before:
+//     OpenBLAS 0.3.21 stayed faster on the forward products of encoders.
 // First-order gradients only (no double backward), as model/recompute.h.
 #include <ATen/core/Tensor.h>
 
@@ -22,8 +22,9 @@ bool takes_direct_gemm(const at::Tensor& x, at::ScalarType dtype);
 // as above and db a float32 sum. Only where takes_direct_gemm(x, dtype).
 at::Tensor direct_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, at::ScalarType dtype);
 
-// The forward product in bf16 alone, recording nothing: for nodes that compute their own backward
-// (model/recompute.h).
-at::Tensor bf16_linear_product(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+// The forward product alone in `dtype` through the same GEMM, recording nothing: for nodes that compute their own
+// backward (model/recompute.h), which ask takes_direct_gemm before they run (grad mode is off inside a node).
+at::Tensor direct_linear_product(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                                 at::ScalarType dtype);
 
 }  // namespace spread

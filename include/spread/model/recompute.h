@@ -31,7 +31,8 @@ at::Tensor attention_core(const at::Tensor& qkv, const at::Tensor& mask, int64_t
 // float32 the GELU and its derivative are spread's vectorized loops (runtime/fast_math.h), elsewhere LibTorch's.
 // matmul_dtype kBFloat16: the two products (forward, dW and dh) in bf16 with float32 accumulation, as
 // mixed_linear (model/transformer.h); GELU, its derivative and the bias gradients stay float32. The products go to
-// the GEMMs of model/direct_linear.h where mixed_linear's would (in float32: dW and dh).
+// the GEMMs of model/direct_linear.h where mixed_linear's would, decided when the node is made (inside it grad
+// mode is off): in float32 the forward product, dW and dh while training, none in inference.
 at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
                        at::ScalarType matmul_dtype = at::kFloat, const at::Tensor& h_bias = {});
 

@@ -22,4 +22,9 @@ at::Tensor& direct_mm_out(at::Tensor& c, const at::Tensor& a, const at::Tensor& 
 // The same product added to c (float32 [m, n], contiguous), which is returned.
 at::Tensor& direct_addmm_(at::Tensor& c, const at::Tensor& a, const at::Tensor& b);
 
+// How many products of each operand dtype these functions have run in this process: which path a layer takes
+// cannot be told from its numbers (oneDNN's and OpenBLAS's float32 products often agree bitwise), so the tests
+// of the wiring count.
+int64_t direct_products_run(at::ScalarType dtype);
+
 }  // namespace spread
