@@ -211,7 +211,7 @@ TEST(MixedLinear, Bf16OnTheCpuWritesItsProductsInFloat32) {
     auto w = (0.1 * torch::randn({out, in})).requires_grad_(true);
     auto b = with_bias ? torch::randn({out}).requires_grad_(true) : torch::Tensor();
     auto g = torch::randn({4, rows / 4, out});
-    ASSERT_TRUE(spread::takes_direct_gemm(x, torch::kBFloat16));
+    ASSERT_TRUE(spread::takes_direct_gemm(x, torch::kBFloat16, /*training=*/false));
     auto y = spread::mixed_linear(x, w, b, torch::kBFloat16);
     ASSERT_EQ(y.sizes(), torch::IntArrayRef({4, rows / 4, out}));
     y.backward(g);
@@ -236,7 +236,7 @@ TEST(MixedLinear, Bf16OnTheCpuWritesItsProductsInFloat32) {
     GTEST_SKIP() << "this process has no dnnl_sgemm (the wheel's LibTorch keeps oneDNN's symbols to itself)";  \
   }
 
-// float32 linear layers on the CPU while training: y, dx and dW by oneDNN's dnnl_sgemm (model/direct_linear.h), each
+// float32 linear layers on the CPU in a training module: y, dx and dW by oneDNN's dnnl_sgemm (model/direct_linear.h), each
 // within float32's accumulation bound of float64, and (the wiring) three products counted by runtime/direct_mm.
 TEST(MixedLinear, Fp32TrainingProductsGoToOneDnnSgemm) {
   SKIP_WITHOUT_ONEDNN_SGEMM();
@@ -246,9 +246,9 @@ TEST(MixedLinear, Fp32TrainingProductsGoToOneDnnSgemm) {
   auto w = (0.1 * torch::randn({out, in})).requires_grad_(true);
   auto b = torch::randn({out}).requires_grad_(true);
   auto g = torch::randn({4, rows / 4, out});
-  ASSERT_TRUE(spread::takes_direct_gemm(x, torch::kFloat));
+  ASSERT_TRUE(spread::takes_direct_gemm(x, torch::kFloat, /*training=*/true));
   const int64_t before = spread::direct_products_run(torch::kFloat);
-  auto y = spread::mixed_linear(x, w, b, torch::kFloat);
+  auto y = spread::mixed_linear(x, w, b, torch::kFloat, /*training=*/true);
   EXPECT_EQ(spread::direct_products_run(torch::kFloat) - before, 1) << "y";
   ASSERT_TRUE(y.grad_fn() != nullptr);
   EXPECT_NE(y.grad_fn()->name().find("DirectLinear"), std::string::npos) << y.grad_fn()->name();
@@ -266,19 +266,51 @@ TEST(MixedLinear, Fp32TrainingProductsGoToOneDnnSgemm) {
 
   // A frozen weight, no bias, and the stride-0 gradient of a sum: dx = 1 W, every row W's column sums.
   x.grad().zero_();
-  spread::mixed_linear(x, w.detach(), {}, torch::kFloat).sum().backward();
+  spread::mixed_linear(x, w.detach(), {}, torch::kFloat, true).sum().backward();
   auto ones = torch::ones({rows, out}, torch::kDouble);
   expect_within(x.grad().reshape({rows, in}), ones.mm(W), fp32_product_bound(ones, W), "dx of a sum");
-  // Inference records no node: LibTorch's linear as it is.
-  const torch::NoGradGuard no_grad;
-  EXPECT_FALSE(spread::takes_direct_gemm(x, torch::kFloat));
+  // Inference (a module in eval mode), with gradients or without: LibTorch's linear as it is.
+  EXPECT_FALSE(spread::takes_direct_gemm(x, torch::kFloat, /*training=*/false));
   const int64_t inference_before = spread::direct_products_run(torch::kFloat);
-  spread::mixed_linear(x, w, b, torch::kFloat);
+  EXPECT_EQ(spread::mixed_linear(x, w, b, torch::kFloat).grad_fn()->name().find("DirectLinear"), std::string::npos);
   EXPECT_EQ(spread::direct_products_run(torch::kFloat), inference_before);
+  // A training module's pass without gradients (a cached step's first pass) computes what its replay differentiates.
+  const torch::NoGradGuard no_grad;
+  EXPECT_TRUE(torch::equal(spread::mixed_linear(x, w, b, torch::kFloat, true), y.detach()));
+  EXPECT_EQ(spread::direct_products_run(torch::kFloat), inference_before + 1);
+}
+
+// Which layers of a model take the float32 oneDNN path: every linear product of a training model (qkv, the
+// attention's output, the MLP's two layers, the LM head: 4 per block + 1), with gradients or without; none in eval
+// mode.
+TEST(MixedLinear, Fp32ModelInTrainingModeRunsEveryLinearProductThroughOneDnn) {
+  SKIP_WITHOUT_ONEDNN_SGEMM();
+  for (const bool gated : {false, true}) {
+    SCOPED_TRACE(gated ? "Llama-style block" : "GPT block");
+    spread::TransformerConfig cfg;
+    cfg.vocab_size = 50, cfg.n_layer = 2, cfg.n_head = 2, cfg.n_embd = 32, cfg.block_size = 16;
+    if (gated) cfg.gated_mlp = true, cfg.silu = true, cfg.rms_norm = true, cfg.rope = true, cfg.bias = false;
+    torch::manual_seed(26);
+    spread::Transformer model(cfg);
+    const auto ids = torch::randint(0, cfg.vocab_size, {2, 16}, torch::kLong);
+    auto products_of_forward = [&] {
+      const int64_t before = spread::direct_products_run(torch::kFloat);
+      model->forward(ids);
+      return spread::direct_products_run(torch::kFloat) - before;
+    };
+    model->train();
+    EXPECT_EQ(products_of_forward(), 4 * cfg.n_layer + 1);
+    {
+      const torch::NoGradGuard no_grad;
+      EXPECT_EQ(products_of_forward(), 4 * cfg.n_layer + 1) << "without gradients";
+    }
+    model->eval();
+    EXPECT_EQ(products_of_forward(), 0) << "eval mode";
+  }
 }
 
 // The recomputing MLP output layers (gelu_linear, gated_linear) take the same float32 path while training (one
-// product forward, two backward), within float32's bound of float64, and LibTorch's linear in inference. Inputs
+// product forward, two backward), within float32's bound of float64, and LibTorch's linear in eval mode. Inputs
 // where the activation is the identity in float32, so that the bounds are those of plain products: GELU(h) =
 // h Phi(h) with Phi(h) and GELU'(h) rounding to 1 for h >= 8; SiLU(a) = a sigmoid(a) with sigmoid(a) and SiLU'(a)
 // rounding to 1 for a >= 30.
@@ -305,22 +337,22 @@ TEST(MixedLinear, Fp32RecomputingLayersTakeOneDnnSgemmWhileTraining) {
 
   auto h = (8 + 4 * torch::rand({rows, in})).requires_grad_(true);
   torch::Tensor y;
-  EXPECT_EQ(products_while([&] { y = spread::gelu_linear(h, w, b, torch::kFloat); }), 1) << "GELU forward";
+  EXPECT_EQ(products_while([&] { y = spread::gelu_linear(h, w, b, torch::kFloat, {}, /*training=*/true); }), 1)
+      << "GELU forward";
   EXPECT_EQ(products_while([&] { y.backward(g); }), 2) << "GELU backward";
   check(y, h.detach().to(torch::kDouble), h.grad());
 
   w.grad().zero_();
   auto a = 30 + 4 * torch::rand({rows, in}), v = torch::randn({rows, in});
   auto gated = torch::cat({a, v}, 1).requires_grad_(true);
-  EXPECT_EQ(products_while([&] { y = spread::gated_linear(gated, w, b, /*silu=*/true, torch::kFloat); }), 1)
+  EXPECT_EQ(products_while([&] { y = spread::gated_linear(gated, w, b, /*silu=*/true, torch::kFloat, true); }), 1)
       << "SwiGLU forward";
   EXPECT_EQ(products_while([&] { y.backward(g); }), 2) << "SwiGLU backward";
   // dL/dv = (G W) SiLU(a) = (G W) a.
   const auto A = a.to(torch::kDouble);
   check(y, A * v.to(torch::kDouble), gated.grad().narrow(1, in, in) / A);
 
-  // Inference records no node and runs LibTorch's linear (OpenBLAS, faster on encoders' forward passes).
-  const torch::NoGradGuard no_grad;
+  // Inference (eval mode) runs LibTorch's linear (OpenBLAS, faster on encoders' forward passes).
   EXPECT_EQ(products_while([&] { y = spread::gelu_linear(h, w, b, torch::kFloat); }), 0) << "GELU inference";
   EXPECT_EQ(products_while([&] { y = spread::gated_linear(gated, w, b, true, torch::kFloat); }), 0)
       << "SwiGLU inference";

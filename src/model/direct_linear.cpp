@@ -71,10 +71,10 @@ struct DirectLinear : torch::autograd::Function<DirectLinear> {
 
 }  // namespace
 
-bool takes_direct_gemm(const at::Tensor& x, at::ScalarType dtype) {
+bool takes_direct_gemm(const at::Tensor& x, at::ScalarType dtype, bool training) {
   if (!x.is_cpu() || x.scalar_type() != at::kFloat) return false;
   // Float32 inference stays on LibTorch's linear (OpenBLAS).
-  if (dtype == at::kFloat && !at::GradMode::is_enabled()) return false;
+  if (dtype == at::kFloat && !training) return false;
   return has_direct_mm(dtype);
 }
 

@@ -255,7 +255,7 @@ struct AttentionCore : torch::autograd::Function<AttentionCore> {
 };
 
 // linear(a, weight, bias) with the product in `low` (kFloat, or kBFloat16 for a float32 a; see mixed_linear);
-// direct_gemm: the node's caller found takes_direct_gemm (model/direct_linear.h).
+// direct_gemm: takes_direct_gemm, as the node's maker found it (model/direct_linear.h).
 at::Tensor low_linear(const at::Tensor& a, const at::Tensor& weight, const at::Tensor& bias, at::ScalarType low,
                       bool direct_gemm) {
   if (direct_gemm) return direct_linear_product(a, weight, bias, low);
@@ -382,28 +382,19 @@ at::Tensor attention_core(const at::Tensor& qkv, const at::Tensor& mask, int64_t
   return AttentionCore::apply(qkv, optional_input(mask), batch);
 }
 
-namespace {
-
-// Asked outside the node, where grad mode is the caller's (model/direct_linear.h).
-bool direct_gemm_here(const at::Tensor& h, at::ScalarType matmul_dtype) {
-  return takes_direct_gemm(h, matmul_dtype);
-}
-
-}  // namespace
-
 at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
-                       at::ScalarType matmul_dtype, const at::Tensor& h_bias) {
+                       at::ScalarType matmul_dtype, const at::Tensor& h_bias, bool training) {
   // As mixed_linear: only a float32 h is multiplied in a narrower dtype.
   if (matmul_dtype == at::kFloat || h.scalar_type() != at::kFloat) matmul_dtype = h.scalar_type();
   return GeluLinear::apply(h, optional_input(h_bias), weight, optional_input(bias), matmul_dtype,
-                           direct_gemm_here(h, matmul_dtype));
+                           takes_direct_gemm(h, matmul_dtype, training));
 }
 
 at::Tensor gated_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias, bool silu,
-                        at::ScalarType matmul_dtype) {
+                        at::ScalarType matmul_dtype, bool training) {
   if (matmul_dtype == at::kFloat || h.scalar_type() != at::kFloat) matmul_dtype = h.scalar_type();
   return GatedLinear::apply(h.contiguous(), weight, optional_input(bias), silu, matmul_dtype,
-                            direct_gemm_here(h, matmul_dtype));
+                            takes_direct_gemm(h, matmul_dtype, training));
 }
 
 }  // namespace spread

@@ -83,9 +83,9 @@ torch::Tensor PackedRows::unpad(const torch::Tensor& padded) const {
 }
 
 torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
-                           at::ScalarType dtype) {
+                           at::ScalarType dtype, bool training) {
   // On the CPU the products go to the GEMMs of model/direct_linear.h where the process has them.
-  if (takes_direct_gemm(x, dtype)) return direct_linear(x, weight, bias, dtype);
+  if (takes_direct_gemm(x, dtype, training)) return direct_linear(x, weight, bias, dtype);
   // A 16-bit model (every parameter converted) or a float32 product: LibTorch's linear as it is.
   if (dtype == at::kFloat || x.scalar_type() != at::kFloat) return at::linear(x, weight, bias);
   // Elsewhere the product's output is rounded to `dtype` once (oneDNN accumulates in float32) and widened back: what
@@ -153,7 +153,7 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Te
                                          const PackedRows& packed) {
   TORCH_CHECK(!mask.defined() || mask.dim() == 4,
               "SelfAttention: mask must be the additive 4-D mask of attention_mask(), not key padding");
-  auto qkv_out = mixed_linear(x, qkv->weight, qkv->bias, matmul_dtype_);  // [B, T, 3C], float32
+  auto qkv_out = mixed_linear(x, qkv->weight, qkv->bias, matmul_dtype_, is_training());  // [B, T, 3C], float32
   if (packed) qkv_out = packed.pad(qkv_out);
   if (rope_ || n_kv_head_ != n_head_) qkv_out = rotate_and_expand(qkv_out);
   const double attention_dropout = is_training() ? dropout_ : 0.0;
@@ -165,7 +165,8 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Te
                           attention_dropout, recompute_);
   }
   if (packed) y = packed.unpad(y);
-  return maybe_dropout(mixed_linear(y, proj->weight, add_proj_bias ? proj->bias : torch::Tensor(), matmul_dtype_),
+  return maybe_dropout(mixed_linear(y, proj->weight, add_proj_bias ? proj->bias : torch::Tensor(), matmul_dtype_,
+                                    is_training()),
                        dropout_, is_training());
 }
 
@@ -180,10 +181,10 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x, bool add_proj_bias) {
   const torch::Tensor proj_bias = add_proj_bias ? proj->bias : torch::Tensor();
   torch::Tensor y;
   if (gated_ && recompute_ && (silu_ || !gelu_tanh_)) {  // SwiGLU, GeGLU: the gated product is recomputed
-    y = gated_linear(mixed_linear(x, fc->weight, fc->bias, matmul_dtype_), proj->weight, proj_bias, silu_,
-                     matmul_dtype_);
+    y = gated_linear(mixed_linear(x, fc->weight, fc->bias, matmul_dtype_, is_training()), proj->weight, proj_bias,
+                     silu_, matmul_dtype_, is_training());
   } else if (gated_ || silu_) {
-    auto h = mixed_linear(x, fc->weight, fc->bias, matmul_dtype_);
+    auto h = mixed_linear(x, fc->weight, fc->bias, matmul_dtype_, is_training());
     auto act = [&](const torch::Tensor& t) { return silu_ ? at::silu(t) : activation(t, gelu_tanh_); };
     if (gated_) {
       const int64_t width = h.size(-1) / 2;
@@ -191,13 +192,15 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x, bool add_proj_bias) {
     } else {
       h = act(h);
     }
-    y = mixed_linear(h, proj->weight, proj_bias, matmul_dtype_);
+    y = mixed_linear(h, proj->weight, proj_bias, matmul_dtype_, is_training());
   } else if (recompute_ && !gelu_tanh_) {  // fc's bias is added (and its gradient summed) inside the GELU node's loops
-    y = gelu_linear(mixed_linear(x, fc->weight, {}, matmul_dtype_), proj->weight, proj_bias, matmul_dtype_, fc->bias);
+    y = gelu_linear(mixed_linear(x, fc->weight, {}, matmul_dtype_, is_training()), proj->weight, proj_bias,
+                    matmul_dtype_, fc->bias, is_training());
   } else {
     // The tanh GELU (imported GPT-2s) keeps its activation for backward: gelu_linear recomputes the exact one only.
-    y = mixed_linear(activation(mixed_linear(x, fc->weight, fc->bias, matmul_dtype_), gelu_tanh_), proj->weight,
-                     proj_bias, matmul_dtype_);
+    const bool training = is_training();
+    y = mixed_linear(activation(mixed_linear(x, fc->weight, fc->bias, matmul_dtype_, training), gelu_tanh_),
+                     proj->weight, proj_bias, matmul_dtype_, training);
   }
   return maybe_dropout(y, dropout_, is_training());
 }
@@ -260,7 +263,7 @@ TransformerImpl::TransformerImpl(const TransformerConfig& cfg, WeightInit init) 
 
 torch::Tensor TransformerImpl::token_vectors(const torch::Tensor& final_hidden) {
   TORCH_CHECK(!head.is_empty(), "token_vectors needs a model with head_dim > 0");
-  auto v = mixed_linear(final_hidden, head->weight, {}, cfg_.matmul_dtype);
+  auto v = mixed_linear(final_hidden, head->weight, {}, cfg_.matmul_dtype, is_training());
   if (v.element_size() < 4) v = v.to(torch::kFloat);  // bf16 / fp16 models score in float32
   return torch::nn::functional::normalize(v, torch::nn::functional::NormalizeFuncOptions().dim(-1).eps(1e-12));
 }
@@ -326,10 +329,12 @@ TransformerOutput TransformerImpl::forward(const torch::Tensor& idx, bool want_h
 torch::Tensor TransformerImpl::output_logits(const torch::Tensor& final_hidden) {
   torch::Tensor h = final_hidden;
   if (!mlm_dense.is_empty())
-    h = mlm_norm->forward(activation(mixed_linear(h, mlm_dense->weight, mlm_dense->bias, cfg_.matmul_dtype),
-                                     cfg_.gelu_tanh));
+    h = mlm_norm->forward(
+        activation(mixed_linear(h, mlm_dense->weight, mlm_dense->bias, cfg_.matmul_dtype, is_training()),
+                   cfg_.gelu_tanh));
   // The output matrix (tied: the embedding); the logits are float32 for the loss whatever the product's dtype.
-  return mixed_linear(h, lm_head.is_empty() ? wte->weight : lm_head->weight, mlm_bias, cfg_.matmul_dtype);
+  return mixed_linear(h, lm_head.is_empty() ? wte->weight : lm_head->weight, mlm_bias, cfg_.matmul_dtype,
+                      is_training());
 }
 
 torch::Tensor TransformerImpl::lm_loss(const torch::Tensor& logits, const torch::Tensor& targets) {

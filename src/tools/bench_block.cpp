@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
     auto x = model->wte->forward(ids) + model->wpe->weight.narrow(0, 0, T);
     const auto mask = model->blocks[0]->as<spread::Block>()->attn->attention_mask({}, T);
     for (const auto& block : *model->blocks) x = block->as<spread::Block>()->forward(x, mask);
-    return spread::mixed_linear(model->ln_f->forward(x), model->wte->weight, {}, at::kFloat);
+    return spread::mixed_linear(model->ln_f->forward(x), model->wte->weight, {}, at::kFloat, model->is_training());
   };
   for (int i = 0; i < 2; ++i)
     forward_backward_ms(model, fused, targets), forward_backward_ms(model, module_by_module, targets);

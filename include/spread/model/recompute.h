@@ -31,16 +31,16 @@ at::Tensor attention_core(const at::Tensor& qkv, const at::Tensor& mask, int64_t
 // float32 the GELU and its derivative are spread's vectorized loops (runtime/fast_math.h), elsewhere LibTorch's.
 // matmul_dtype kBFloat16: the two products (forward, dW and dh) in bf16 with float32 accumulation, as
 // mixed_linear (model/transformer.h); GELU, its derivative and the bias gradients stay float32. The products go to
-// the GEMMs of model/direct_linear.h where mixed_linear's would, decided when the node is made (inside it grad
-// mode is off): in float32 the forward product, dW and dh while training, none in inference.
+// the GEMMs of model/direct_linear.h where mixed_linear's would (training: the calling module is in training mode;
+// in float32 the forward product, dW and dh then, none in inference).
 at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
-                       at::ScalarType matmul_dtype = at::kFloat, const at::Tensor& h_bias = {});
+                       at::ScalarType matmul_dtype = at::kFloat, const at::Tensor& h_bias = {}, bool training = false);
 
 // linear(act(a) * b, weight, bias) for h = [a | b] ([..., 2W], the gated MLP's first product: gate, then up),
 // act = SiLU (SwiGLU) or the exact GELU (GeGLU); bias may be undefined. The gated product is not kept: backward
 // recomputes it in the loop that makes dL/dh, one pass over h (the LibTorch operators make two [..., 2W] tensors
 // of zeros and copies for the two halves' gradients, besides the products). matmul_dtype as for gelu_linear.
 at::Tensor gated_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias, bool silu,
-                        at::ScalarType matmul_dtype = at::kFloat);
+                        at::ScalarType matmul_dtype = at::kFloat, bool training = false);
 
 }  // namespace spread
