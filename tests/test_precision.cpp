@@ -79,15 +79,31 @@ void expect_not_float32(const torch::Tensor& got, const torch::Tensor& exact, co
 
 }  // namespace
 
+namespace {
+
+// A linear layer's operands for rows = 4 x (rows / 4) tokens, drawn in this order from the current seed: x [4,
+// rows / 4, in] and W [out, in] requiring grad, b [out] requiring grad (or undefined), the upstream gradient G.
+struct LinearCase {
+  torch::Tensor x, w, b, g;
+};
+
+LinearCase linear_case(int64_t rows, int64_t in, int64_t out, bool with_bias = true) {
+  LinearCase c;
+  c.x = torch::randn({4, rows / 4, in}).requires_grad_(true);
+  c.w = (0.1 * torch::randn({out, in})).requires_grad_(true);
+  if (with_bias) c.b = torch::randn({out}).requires_grad_(true);
+  c.g = torch::randn({4, rows / 4, out});
+  return c;
+}
+
+}  // namespace
+
 // y = x W^T + b and its gradients for an upstream gradient G: dx = G W, dW = G^T x, db = column sums of G.
 TEST(MixedLinear, Bf16OutputAndGradientsAreWithinTheBf16BoundOfFloat64) {
   SKIP_WITHOUT_BF16_INSTRUCTIONS();
   torch::manual_seed(3);
   const int64_t rows = 48, in = 96, out = 40;
-  auto x = torch::randn({4, rows / 4, in}).requires_grad_(true);
-  auto w = (0.1 * torch::randn({out, in})).requires_grad_(true);
-  auto b = torch::randn({out}).requires_grad_(true);
-  auto g = torch::randn({4, rows / 4, out});
+  auto [x, w, b, g] = linear_case(rows, in, out);
   auto y = spread::mixed_linear(x, w, b, torch::kBFloat16);
   ASSERT_EQ(y.scalar_type(), torch::kFloat);
   y.backward(g);
@@ -207,10 +223,7 @@ TEST(MixedLinear, Bf16OnTheCpuWritesItsProductsInFloat32) {
   const int64_t rows = 48, in = 96, out = 40;
   for (const bool with_bias : {true, false}) {
     SCOPED_TRACE(with_bias ? "with a bias" : "without a bias");
-    auto x = torch::randn({4, rows / 4, in}).requires_grad_(true);
-    auto w = (0.1 * torch::randn({out, in})).requires_grad_(true);
-    auto b = with_bias ? torch::randn({out}).requires_grad_(true) : torch::Tensor();
-    auto g = torch::randn({4, rows / 4, out});
+    auto [x, w, b, g] = linear_case(rows, in, out, with_bias);
     ASSERT_TRUE(spread::takes_direct_gemm(x, torch::kBFloat16, /*training=*/false));
     auto y = spread::mixed_linear(x, w, b, torch::kBFloat16);
     ASSERT_EQ(y.sizes(), torch::IntArrayRef({4, rows / 4, out}));
@@ -236,16 +249,14 @@ TEST(MixedLinear, Bf16OnTheCpuWritesItsProductsInFloat32) {
     GTEST_SKIP() << "this process has no dnnl_sgemm (the wheel's LibTorch keeps oneDNN's symbols to itself)";  \
   }
 
-// float32 linear layers on the CPU in a training module: y, dx and dW by oneDNN's dnnl_sgemm (model/direct_linear.h), each
-// within float32's accumulation bound of float64, and (the wiring) three products counted by runtime/direct_mm.
+// float32 linear layers on the CPU in a training module: y, dx and dW by oneDNN's dnnl_sgemm
+// (model/direct_linear.h), each within float32's accumulation bound of float64, and (the wiring) three products
+// counted by runtime/direct_mm.
 TEST(MixedLinear, Fp32TrainingProductsGoToOneDnnSgemm) {
   SKIP_WITHOUT_ONEDNN_SGEMM();
   torch::manual_seed(24);
   const int64_t rows = 48, in = 96, out = 40;
-  auto x = torch::randn({4, rows / 4, in}).requires_grad_(true);
-  auto w = (0.1 * torch::randn({out, in})).requires_grad_(true);
-  auto b = torch::randn({out}).requires_grad_(true);
-  auto g = torch::randn({4, rows / 4, out});
+  auto [x, w, b, g] = linear_case(rows, in, out);
   ASSERT_TRUE(spread::takes_direct_gemm(x, torch::kFloat, /*training=*/true));
   const int64_t before = spread::direct_products_run(torch::kFloat);
   auto y = spread::mixed_linear(x, w, b, torch::kFloat, /*training=*/true);

@@ -27,8 +27,9 @@ struct ProductRates {
   double fp32_gflops = 0, bf16_gflops = 0;
 };
 
-// The forward product as training runs it: float32 through LibTorch (OpenBLAS), bf16 through the process's bf16 GEMM
-// writing float32 (model/direct_linear.h) where it has one, else LibTorch's bf16 mm.
+// The forward product: float32 through LibTorch (OpenBLAS; a training model's float32 products go to oneDNN's
+// sgemm where the process has it, model/direct_linear.h), bf16 as training runs it, through the process's bf16 GEMM
+// writing float32 where it has one, else LibTorch's bf16 mm.
 void product(const at::Tensor& a, const at::Tensor& b) {
   if (a.scalar_type() == at::kBFloat16 && has_bf16_gemm())
     direct_mm(a, b);
