@@ -390,6 +390,35 @@ TEST(MixedLinear, Bf16GeluLinearOnTheCpuWritesItsProductsInFloat32) {
   expect_within(h.grad(), dh, fp32_accumulation_bound(G, W, dh) + gelu_err * dh.abs(), "dh");
 }
 
+// The bf16 products of gelu_linear read GELU(h + h_bias) rounded to bf16 to nearest, ties to even, as LibTorch's
+// conversion rounds it, in forward and in the recompute for dW (the bound tests above also pass with truncation).
+// Inputs h + h_bias in [8, 15), where spread's GELU is the identity in float32, placed between bf16 neighbours
+// (spacing 2^-4 there): a quarter, three quarters, and exact halves above odd and above even neighbours. With
+// integer weights and upstream gradients every product and sum is exact in float32, so y and dW must equal the
+// float64 results on the LibTorch-rounded activation exactly; rounding down, half up or not at all would not.
+TEST(MixedLinear, Bf16GeluLinearRoundsItsActivationToNearestEvenInBothPasses) {
+  SKIP_WITHOUT_BF16_GEMM();
+  torch::manual_seed(29);
+  const int64_t rows = 32, in = 64, out = 24;
+  const double spacing = 1.0 / 16;
+  auto neighbour = 8 + spacing * torch::randint(0, 80, {rows, in}, torch::kDouble);  // bf16 values in [8, 13)
+  auto fraction = torch::tensor({0.25, 0.5, 0.75, 0.5}, torch::kDouble).repeat({rows * in / 4}).view({rows, in});
+  auto h_bias = torch::randint(0, 2, {in}).to(torch::kFloat);  // 0 or 1: h + h_bias stays exact in float32
+  auto h = (neighbour + spacing * fraction).to(torch::kFloat).requires_grad_(true);
+  auto w = torch::randint(-3, 4, {out, in}).to(torch::kFloat).requires_grad_(true);
+  auto g = torch::randint(-3, 4, {rows, out}).to(torch::kFloat);
+  auto y = spread::gelu_linear(h, w, {}, torch::kBFloat16, h_bias, /*training=*/true);
+  y.backward(g);
+
+  auto rounded = (h.detach() + h_bias).to(torch::kBFloat16).to(torch::kDouble);
+  ASSERT_GT((rounded - (h.detach() + h_bias).to(torch::kDouble)).abs().min().item<double>(), 0.0)
+      << "every activation must lie between bf16 values";
+  auto W = w.detach().to(torch::kDouble), G = g.to(torch::kDouble);
+  EXPECT_TRUE(torch::equal(y.to(torch::kDouble), rounded.mm(W.t()))) << "y";
+  EXPECT_TRUE(torch::equal(w.grad().to(torch::kDouble), G.t().mm(rounded))) << "dW";
+  EXPECT_TRUE(torch::equal(h.grad().to(torch::kDouble), G.mm(W))) << "dh (GELU'(h) = 1 here)";
+}
+
 namespace {
 
 // The same weights in float32 and in bf16 products: the losses on the model's outputs (cross-entropy, angular
