@@ -1,13 +1,10 @@
 // A Hugging Face tokenizer as a run's tokenizer (data/hf_run_tokenizer.h).
 #include "spread/data/hf_run_tokenizer.h"
 
-#include <unistd.h>
-
-#include <cstdio>
-#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "hf/unicode.h"
 #include "spread/data/hf/tokenizer.h"
@@ -18,46 +15,6 @@ namespace fs = std::filesystem;
 
 namespace spread {
 namespace {
-
-// Removes the file when it goes out of scope.
-struct TemporaryFile {
-  std::string path;
-  ~TemporaryFile() {
-    if (!path.empty()) std::remove(path.c_str());
-  }
-};
-
-// `json_text` without its truncation and padding settings, or nullopt when it has none. The copy only feeds the
-// loader, which reads every key by name, so its keys may be sorted: nlohmann's ordered_json inserts each key with
-// a linear search, and a 30,000-entry vocabulary took half a second.
-std::optional<std::string> without_truncation_and_padding(const std::string& json_text, const std::string& source) {
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::exception& e) {
-    throw user_error(source, 0, "", std::string("not valid JSON: ") + e.what());
-  }
-  const auto set = [&](const char* key) { return doc.contains(key) && !doc[key].is_null(); };
-  if (!set("truncation") && !set("padding")) return std::nullopt;
-  doc["truncation"] = nullptr;
-  doc["padding"] = nullptr;
-  return doc.dump();
-}
-
-// hf::Tokenizer reads files only, so the copy without truncation and padding goes through a temporary file.
-std::unique_ptr<hf::Tokenizer> load_from_text(const std::string& json_text, const std::string& source) {
-  std::string name = (fs::temp_directory_path() / "spread-hf-XXXXXX.json").string();
-  const int fd = mkstemps(name.data(), 5);
-  if (fd < 0) throw user_error(name, 0, "", "cannot create a temporary copy of " + source, "check $TMPDIR");
-  close(fd);
-  TemporaryFile tmp{name};
-  {
-    std::ofstream out(name, std::ios::binary | std::ios::trunc);
-    out << json_text;
-    if (!out) throw user_error(name, 0, "", "cannot write a temporary copy of " + source, "check free disk space");
-  }
-  return hf::Tokenizer::load(name);
-}
 
 // The vocabulary's own [PAD] [CLS] [SEP] [MASK], when it has all four.
 SpecialIds vocabulary_special_ids(const hf::Tokenizer& hf) {
@@ -136,9 +93,9 @@ class HfRunTokenizer final : public Tokenizer {
 }  // namespace
 
 std::unique_ptr<Tokenizer> load_hf_run_tokenizer(const std::string& path, const HfRunOptions& options) {
-  auto hf = hf::Tokenizer::load(path);
-  std::string json_text = hf->to_json();
-  if (auto stripped = without_truncation_and_padding(json_text, path)) hf = load_from_text(*stripped, path);
+  // The run sets its own lengths (data.max_length): the file's truncation and padding would cut or pad behind it.
+  auto hf = hf::Tokenizer::load(path, /*truncation_and_padding=*/false);
+  std::string json_text = hf->to_json();  // the file as read, truncation and padding included, for save()
   return std::make_unique<HfRunTokenizer>(std::move(hf), std::move(json_text), path, options);
 }
 

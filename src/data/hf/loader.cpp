@@ -154,13 +154,12 @@ std::unique_ptr<Tokenizer> from_document(const Json& doc, const std::string& fil
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path) {
+std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path, bool truncation_and_padding) {
   if (!fs::exists(path)) throw user_error(path, 0, "", "no such file or folder", "give a tokenizer.json, a vocab.txt, a vocab.json or a folder holding one");
   if (fs::is_directory(path)) {
     const fs::path dir(path);
-    if (fs::exists(dir / "tokenizer.json")) return load((dir / "tokenizer.json").string());
-    if (fs::exists(dir / "vocab.txt")) return load((dir / "vocab.txt").string());
-    if (fs::exists(dir / "vocab.json")) return load((dir / "vocab.json").string());
+    for (const char* file : {"tokenizer.json", "vocab.txt", "vocab.json"})
+      if (fs::exists(dir / file)) return load((dir / file).string(), truncation_and_padding);
     throw user_error(path, 0, "", "holds no tokenizer.json, vocab.txt or vocab.json + merges.txt");
   }
   const fs::path p(path);
@@ -172,7 +171,7 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path) {
   }
   std::string text = read_file(path);
   const Json doc = parse_json(text, path);
-  return build_tokenizer(doc, std::move(text), path);
+  return build_tokenizer(doc, std::move(text), path, truncation_and_padding);
 }
 
 // The binding converts offsets to characters before the post-processor trims them (ByteLevel's trim_offsets

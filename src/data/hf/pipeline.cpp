@@ -324,7 +324,8 @@ std::vector<AddedToken> read_added_tokens(const Json& doc, const Model& model, c
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> build_tokenizer(const Json& doc, std::string json_text, const std::string& file) {
+std::unique_ptr<Tokenizer> build_tokenizer(const Json& doc, std::string json_text, const std::string& file,
+                                           bool truncation_and_padding) {
   const Where root{file, ""};
   if (!doc.is_object()) root.fail("a tokenizer.json must be a JSON object");
   if (!doc.contains("model")) root.at("model").fail("missing: this is not a tokenizer.json");
@@ -339,8 +340,10 @@ std::unique_ptr<Tokenizer> build_tokenizer(const Json& doc, std::string json_tex
   t->model = make_model(doc["model"], root.at("model"));
   t->post_processor = make_post_processor(get("post_processor"), root.at("post_processor"));
   t->decoder = make_decoder(get("decoder"), root.at("decoder"));
-  if (!get("truncation").is_null()) t->truncation = read_truncation(get("truncation"), root.at("truncation"));
-  if (!get("padding").is_null()) t->padding = read_padding(get("padding"), root.at("padding"));
+  if (truncation_and_padding && !get("truncation").is_null())
+    t->truncation = read_truncation(get("truncation"), root.at("truncation"));
+  if (truncation_and_padding && !get("padding").is_null())
+    t->padding = read_padding(get("padding"), root.at("padding"));
   t->added.build(read_added_tokens(doc, *t->model, root), t->normalizer.get());
   t->json_text = std::move(json_text);
   return t;

@@ -31,7 +31,8 @@ struct Padding {
 };
 
 // A tokenizer.json document (parsed) read into a tokenizer; `json_text` is kept for to_json(). `file` names the
-// file in errors.
-std::unique_ptr<Tokenizer> build_tokenizer(const Json& doc, std::string json_text, const std::string& file);
+// file in errors. truncation_and_padding false: the document's "truncation" and "padding" are left unread.
+std::unique_ptr<Tokenizer> build_tokenizer(const Json& doc, std::string json_text, const std::string& file,
+                                           bool truncation_and_padding = true);
 
 }  // namespace spread::hf

@@ -41,7 +41,9 @@ class Tokenizer {
   // vocab.txt, else vocab.json + merges.txt. UserError naming the file and the problem (not JSON, no "model",
   // ids out of range, duplicate tokens, a bad merges line, a Git LFS pointer instead of the file, an
   // unsupported component or option).
-  static std::unique_ptr<Tokenizer> load(const std::string& path);
+  // truncation_and_padding false: the file's truncation and padding settings are not read (a caller that sets
+  // lengths itself, as a run does), saving the copy without them that it would otherwise parse again.
+  static std::unique_ptr<Tokenizer> load(const std::string& path, bool truncation_and_padding = true);
   virtual ~Tokenizer() = default;
 
   // add_special_tokens: run the post-processor (e.g. "[CLS] ... [SEP]"). The file's truncation and padding
