@@ -5,7 +5,7 @@ set -euo pipefail
 
 required=(build-essential cmake pkg-config libtorch-dev libsentencepiece-dev libeigen3-dev libfmt-dev
           libcxxopts-dev libtomlplusplus-dev nlohmann-json3-dev libicu-dev zlib1g-dev libgtest-dev libgloo-dev
-          libopenblas0-pthread libopenblas0-openmp libjemalloc-dev wordnet-base
+          libopenblas0-pthread libopenblas0-openmp libjemalloc-dev libdnnl-dev wordnet-base
           python3-torch python3-numpy)
 optional=(chromium ccache ninja-build python3-venv)
 

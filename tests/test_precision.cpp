@@ -22,6 +22,7 @@
 #include "spread/run/setup.h"
 #include "spread/runtime/blas.h"
 #include "spread/runtime/direct_mm.h"
+#include "spread/runtime/packed_linear.h"
 #include "spread/runtime/gemm.h"
 #include "spread/runtime/precision.h"
 #include "spread/train/trainer.h"
@@ -663,4 +664,107 @@ TEST(Precision, Bf16ResumesBitwiseAndContinuesInFloat32) {
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(c[i], b[i]) << "step " << i + 1;
   for (size_t i = 4; i < 8; ++i) EXPECT_NEAR(c[i], b[i], 0.02 * std::abs(b[i])) << "step " << i + 1;
   fs::remove_all(dir);
+}
+
+// Inference products with the weight packed once (runtime/packed_linear.h): built against Debian's LibTorch 1.13
+// with libdnnl-dev; other builds keep LibTorch's linear and skip these.
+#define SKIP_WITHOUT_PACKED_LINEAR()                                                                             \
+  if (!spread::has_packed_linear())                                                                              \
+  GTEST_SKIP() << "this build has no packed inference product (it needs Debian's LibTorch 1.13 and libdnnl-dev)"
+
+namespace {
+
+// y = x W^T + b for x [..., in] against float64, within float32's bound for a sum of `in` products.
+void expect_packed_product(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                           const std::string& what) {
+  const torch::NoGradGuard no_grad;
+  const int64_t before = spread::packed_products_run();
+  auto y = spread::packed_linear(x, w, b);
+  EXPECT_EQ(spread::packed_products_run() - before, 1) << what;
+  auto sizes = x.sizes().vec();
+  sizes.back() = w.size(0);
+  ASSERT_EQ(y.sizes(), torch::IntArrayRef(sizes)) << what;
+  auto X = x.reshape({-1, x.size(-1)}).to(torch::kDouble), W = w.to(torch::kDouble);
+  auto expected = X.mm(W.t());
+  if (b.defined()) expected = expected + b.to(torch::kDouble);
+  expect_within(y.reshape({-1, w.size(0)}), expected,
+                fp32_product_bound(X, W.t()) + std::ldexp(1.0, -23) * expected.abs(), what);
+}
+
+}  // namespace
+
+TEST(PackedLinear, MatchesFloat64WithinTheFloat32Bound) {
+  SKIP_WITHOUT_PACKED_LINEAR();
+  torch::manual_seed(31);
+  const auto w = torch::randn({70, 96}), b = torch::randn({70});
+  expect_packed_product(torch::randn({37, 5, 96}), w, b, "[37, 5, 96] with a bias");
+  expect_packed_product(torch::randn({300, 96}), w, {}, "[300, 96] without a bias");
+  expect_packed_product(torch::randn({1, 96}), w, b, "one row");
+  expect_packed_product(torch::randn({8, 96}).t().contiguous().t(), w, b, "column-major rows");
+}
+
+// The packed copy follows its weight: changed in place (the version counter moves, the storage does not), replaced
+// by set_data, or freed and a new weight of the same shape made. A cache that kept the first packing would give the
+// old product in each case.
+TEST(PackedLinear, FollowsAWeightChangedInPlaceReplacedOrMadeAnew) {
+  SKIP_WITHOUT_PACKED_LINEAR();
+  torch::manual_seed(32);
+  const auto x = torch::randn({20, 48});
+  auto w = torch::randn({24, 48}).requires_grad_(true);  // a parameter, as a model's
+  const auto b = torch::randn({24});
+  expect_packed_product(x, w.detach(), b, "first call");
+  {
+    const torch::NoGradGuard no_grad;
+    spread::packed_linear(x, w, b);
+    w.mul_(-2.0);  // as an optimizer step changes it
+  }
+  expect_packed_product(x, w.detach(), b, "after an in-place change");
+  {
+    const torch::NoGradGuard no_grad;
+    auto y = spread::packed_linear(x, w, b);
+    EXPECT_TRUE(torch::allclose(y, torch::addmm(b, x, w.detach().t()), 1e-4, 1e-4)) << "the parameter itself";
+  }
+  w.set_data(torch::randn({24, 48}));
+  {
+    const torch::NoGradGuard no_grad;
+    auto y = spread::packed_linear(x, w, b);
+    EXPECT_TRUE(torch::allclose(y, torch::addmm(b, x, w.detach().t()), 1e-4, 1e-4)) << "after set_data";
+  }
+  for (int i = 0; i < 3; ++i) expect_packed_product(x, torch::randn({24, 48}), b, "a new weight " + std::to_string(i));
+}
+
+// Which layers of a model take the packed product: every linear product of an eval-mode model without gradients
+// (qkv, the attention's output, the MLP's two layers, the LM head: 4 per block + 1; BERT's post-norm encoder
+// likewise), with the same outputs as LibTorch's linear; none in training mode or with gradients on.
+TEST(PackedLinear, InferenceRunsEveryLinearProductOfAModelPacked) {
+  SKIP_WITHOUT_PACKED_LINEAR();
+  for (const int kind : {0, 1, 2}) {
+    spread::TransformerConfig cfg;
+    cfg.vocab_size = 50, cfg.n_layer = 2, cfg.n_head = 2, cfg.n_embd = 32, cfg.block_size = 16;
+    if (kind == 1) cfg.gated_mlp = true, cfg.silu = true, cfg.rms_norm = true, cfg.rope = true, cfg.bias = false;
+    if (kind == 2) cfg.post_norm = true, cfg.causal = false, cfg.type_vocab_size = 2;
+    SCOPED_TRACE(kind == 0 ? "GPT block" : kind == 1 ? "Llama-style block" : "BERT block");
+    torch::manual_seed(33);
+    spread::Transformer model(cfg);
+    const auto ids = torch::randint(0, cfg.vocab_size, {3, 16}, torch::kLong);
+    auto forward = [&](int64_t& products) {
+      const int64_t before = spread::packed_products_run();
+      auto logits = model->forward(ids).logits;
+      products = spread::packed_products_run() - before;
+      return logits.detach();
+    };
+    int64_t products = 0;
+    model->eval();
+    const auto unpacked = forward(products);  // grad mode on: LibTorch's linear
+    EXPECT_EQ(products, 0) << "eval mode with gradients";
+    {
+      const torch::NoGradGuard no_grad;
+      const auto packed = forward(products);
+      EXPECT_EQ(products, 4 * cfg.n_layer + 1) << "eval mode without gradients";
+      EXPECT_TRUE(torch::allclose(packed, unpacked, 1e-5, 1e-5)) << (packed - unpacked).abs().max().item<float>();
+      model->train();
+      forward(products);
+      EXPECT_EQ(products, 0) << "training mode without gradients";
+    }
+  }
 }

@@ -3,6 +3,7 @@
 #include "spread/model/direct_linear.h"
 #include "spread/runtime/direct_mm.h"
 #include "spread/runtime/fast_math.h"
+#include "spread/runtime/packed_linear.h"
 #include "spread/runtime/vectorize.h"
 
 #include <ATen/ATen.h>
@@ -386,6 +387,9 @@ at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::
                        at::ScalarType matmul_dtype, const at::Tensor& h_bias, bool training) {
   // As mixed_linear: only a float32 h is multiplied in a narrower dtype.
   if (matmul_dtype == at::kFloat || h.scalar_type() != at::kFloat) matmul_dtype = h.scalar_type();
+  // Inference: nothing to recompute, and the weight packed once (runtime/packed_linear.h).
+  if (matmul_dtype == at::kFloat && !training && takes_packed_linear(h, weight))
+    return packed_linear(GeluLinear::activation(h, h_bias), weight, bias);
   return GeluLinear::apply(h, optional_input(h_bias), weight, optional_input(bias), matmul_dtype,
                            takes_direct_gemm(h, matmul_dtype, training));
 }
@@ -393,6 +397,8 @@ at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::
 at::Tensor gated_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias, bool silu,
                         at::ScalarType matmul_dtype, bool training) {
   if (matmul_dtype == at::kFloat || h.scalar_type() != at::kFloat) matmul_dtype = h.scalar_type();
+  if (matmul_dtype == at::kFloat && !training && takes_packed_linear(h, weight))
+    return packed_linear(gated(h.contiguous(), silu), weight, bias);
   return GatedLinear::apply(h.contiguous(), weight, optional_input(bias), silu, matmul_dtype,
                             takes_direct_gemm(h, matmul_dtype, training));
 }

@@ -5,6 +5,7 @@
 #include "spread/model/recompute.h"
 #include "spread/model/residual_norm.h"
 #include "spread/model/rotary.h"
+#include "spread/runtime/packed_linear.h"
 
 #include <ATen/ATen.h>
 #include <torch/nn/functional/activation.h>
@@ -86,6 +87,8 @@ torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight, 
                            at::ScalarType dtype, bool training) {
   // On the CPU the products go to the GEMMs of model/direct_linear.h where the process has them.
   if (takes_direct_gemm(x, dtype, training)) return direct_linear(x, weight, bias, dtype);
+  // float32 inference (no gradient wanted): the weight packed once (runtime/packed_linear.h).
+  if (dtype == at::kFloat && !training && takes_packed_linear(x, weight)) return packed_linear(x, weight, bias);
   // A 16-bit model (every parameter converted) or a float32 product: LibTorch's linear as it is.
   if (dtype == at::kFloat || x.scalar_type() != at::kFloat) return at::linear(x, weight, bias);
   // Elsewhere the product's output is rounded to `dtype` once (oneDNN accumulates in float32) and widened back: what

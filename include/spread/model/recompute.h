@@ -32,7 +32,8 @@ at::Tensor attention_core(const at::Tensor& qkv, const at::Tensor& mask, int64_t
 // matmul_dtype kBFloat16: the two products (forward, dW and dh) in bf16 with float32 accumulation, as
 // mixed_linear (model/transformer.h); GELU, its derivative and the bias gradients stay float32. The products go to
 // the GEMMs of model/direct_linear.h where mixed_linear's would (training: the calling module is in training mode;
-// in float32 the forward product, dW and dh then, none in inference).
+// in float32 the forward product, dW and dh then). In float32 inference (not `training`, grad mode off) there is no
+// node: the activation, then runtime/packed_linear.h's product where the build has it.
 at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias,
                        at::ScalarType matmul_dtype = at::kFloat, const at::Tensor& h_bias = {}, bool training = false);
 

@@ -74,9 +74,10 @@ struct TransformerConfig {
 // y = x W^T + b with the product in `dtype`: for kFloat float32; for kBFloat16, x and W rounded to bf16 and the
 // product accumulated in float32. On the CPU, where the process has the GEMMs, model/direct_linear.h runs them (bf16
 // products written in float32 with the bias; float32 ones by oneDNN's sgemm where `training`: the calling module is
-// in training mode). Elsewhere LibTorch's linear; in
-// bf16 its bf16 mm rounds the product to bf16, it is widened back to float32 and the bias added in float32. dW and
-// dx are products in `dtype` the same way; db is a float32 sum. bias may be undefined.
+// in training mode). A float32 product in inference (not `training`, grad mode off) takes the weight packed once
+// (runtime/packed_linear.h) where the build has it. Elsewhere LibTorch's linear; in bf16 its bf16 mm rounds the
+// product to bf16, it is widened back to float32 and the bias added in float32. dW and dx are products in `dtype`
+// the same way; db is a float32 sum. bias may be undefined.
 torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                            at::ScalarType dtype, bool training = false);
 
