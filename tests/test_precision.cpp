@@ -678,6 +678,7 @@ namespace {
 void expect_packed_product(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
                            const std::string& what) {
   const torch::NoGradGuard no_grad;
+  const spread::PackedWeightsScope scope;
   const int64_t before = spread::packed_products_run();
   auto y = spread::packed_linear(x, w, b);
   EXPECT_EQ(spread::packed_products_run() - before, 1) << what;
@@ -703,11 +704,13 @@ TEST(PackedLinear, MatchesFloat64WithinTheFloat32Bound) {
   expect_packed_product(torch::randn({8, 96}).t().contiguous().t(), w, b, "column-major rows");
 }
 
-// The packed copy follows its weight: changed in place (the version counter moves, the storage does not), replaced
-// by set_data, or freed and a new weight of the same shape made. A cache that kept the first packing would give the
-// old product in each case.
+// Within one scope the packed copy follows its weight: changed in place through LibTorch (the version counter moves,
+// the storage does not), replaced by set_data, or freed and a new weight of the same shape made. A cache that kept
+// the first packing would give the old product in each case. A weight written through its pointer (as spread's
+// optimizer writes parameters) is followed across scopes: the cache ends with the scope.
 TEST(PackedLinear, FollowsAWeightChangedInPlaceReplacedOrMadeAnew) {
   SKIP_WITHOUT_PACKED_LINEAR();
+  const spread::PackedWeightsScope scope;
   torch::manual_seed(32);
   const auto x = torch::randn({20, 48});
   auto w = torch::randn({24, 48}).requires_grad_(true);  // a parameter, as a model's
@@ -733,9 +736,27 @@ TEST(PackedLinear, FollowsAWeightChangedInPlaceReplacedOrMadeAnew) {
   for (int i = 0; i < 3; ++i) expect_packed_product(x, torch::randn({24, 48}), b, "a new weight " + std::to_string(i));
 }
 
+TEST(PackedLinear, AWeightWrittenThroughItsPointerIsPackedAgainInTheNextScope) {
+  SKIP_WITHOUT_PACKED_LINEAR();
+  torch::manual_seed(34);
+  const auto x = torch::randn({20, 48}), w = torch::randn({24, 48}), b = torch::randn({24});
+  const torch::NoGradGuard no_grad;
+  auto product_in_a_scope = [&] {
+    const spread::PackedWeightsScope scope;
+    return spread::packed_linear(x, w, b);
+  };
+  product_in_a_scope();
+  const auto version = w._version();
+  float* data = w.data_ptr<float>();
+  for (int64_t i = 0; i < w.numel(); ++i) data[i] = -2 * data[i];  // as FlatAdamW writes: no version change
+  ASSERT_EQ(w._version(), version);
+  EXPECT_TRUE(torch::allclose(product_in_a_scope(), torch::addmm(b, x, w.t()), 1e-4, 1e-4));
+}
+
 // Which layers of a model take the packed product: every linear product of an eval-mode model without gradients
-// (qkv, the attention's output, the MLP's two layers, the LM head: 4 per block + 1; BERT's post-norm encoder
-// likewise), with the same outputs as LibTorch's linear; none in training mode or with gradients on.
+// in a scope (qkv, the attention's output, the MLP's two layers, the LM head: 4 per block + 1; BERT's post-norm
+// encoder likewise), with the same outputs as LibTorch's linear; none in training mode, with gradients on or
+// outside a scope.
 TEST(PackedLinear, InferenceRunsEveryLinearProductOfAModelPacked) {
   SKIP_WITHOUT_PACKED_LINEAR();
   for (const int kind : {0, 1, 2}) {
@@ -759,6 +780,9 @@ TEST(PackedLinear, InferenceRunsEveryLinearProductOfAModelPacked) {
     EXPECT_EQ(products, 0) << "eval mode with gradients";
     {
       const torch::NoGradGuard no_grad;
+      forward(products);
+      EXPECT_EQ(products, 0) << "outside a scope";
+      const spread::PackedWeightsScope scope;
       const auto packed = forward(products);
       EXPECT_EQ(products, 4 * cfg.n_layer + 1) << "eval mode without gradients";
       EXPECT_TRUE(torch::allclose(packed, unpacked, 1e-5, 1e-5)) << (packed - unpacked).abs().max().item<float>();

@@ -5,6 +5,7 @@
 
 #include "spread/data/special_tokens.h"
 #include "spread/encode/forward_memory.h"
+#include "spread/runtime/packed_linear.h"
 
 namespace spread {
 
@@ -37,6 +38,7 @@ torch::Tensor embed_sequences(Transformer& model, const std::vector<std::vector<
                               Pooling pooling, int64_t batch_size, const torch::Device& device,
                               const std::function<void(int64_t, int64_t)>& progress, int64_t pool_skip) {
   torch::NoGradGuard no_grad;
+  const PackedWeightsScope packed;  // the weights do not change until the last batch
   const bool was_training = model->is_training();
   model->eval();
   const auto n = int64_t(seqs.size());

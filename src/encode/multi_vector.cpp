@@ -8,6 +8,7 @@
 
 #include "spread/data/special_tokens.h"
 #include "spread/encode/forward_memory.h"
+#include "spread/runtime/packed_linear.h"
 #include "spread/util/error.h"
 
 namespace spread {
@@ -132,6 +133,7 @@ std::vector<RowMatrixXd> encode_documents(Transformer& model, const Tokenizer& t
                                           const std::vector<std::string>& texts, const MultiVectorSpec& spec,
                                           const std::function<void(int64_t, int64_t)>& progress) {
   torch::NoGradGuard no_grad;
+  const PackedWeightsScope packed;  // the weights do not change until the last batch
   const bool was_training = model->is_training();
   model->eval();
   std::vector<std::vector<int32_t>> seqs;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "spread/encode/forward_memory.h"
+#include "spread/runtime/packed_linear.h"
 
 namespace spread {
 namespace {
@@ -39,6 +40,7 @@ EvalResult evaluate_batches(Transformer& model, const std::vector<Batch>& batche
                             const torch::Device& device) {
   torch::NoGradGuard no_grad;
   EvalModeGuard guard(model);
+  const PackedWeightsScope packed;  // the weights do not change until the last batch
   double sum = 0;
   int64_t tokens = 0;
   for (const auto& b : batches) {
@@ -52,6 +54,7 @@ EvalResult evaluate_split(Transformer& model, const TokenFile& tokens, int64_t b
                           const torch::Device& device) {
   torch::NoGradGuard no_grad;
   EvalModeGuard guard(model);
+  const PackedWeightsScope packed;  // the weights do not change until the last batch
   const int64_t block = model->config().block_size;
   const int64_t windows = count_windows(tokens, block);
   double sum = 0;

@@ -15,6 +15,7 @@ namespace spread {
 namespace {
 
 std::atomic<int64_t> products_run{0};
+std::atomic<int> open_scopes{0};
 
 #if defined(SPREAD_HAVE_ONEDNN_MATMUL)
 
@@ -71,6 +72,7 @@ std::mutex cache_mutex;
 std::unordered_map<const c10::TensorImpl*, std::shared_ptr<Packed>> cache;
 
 std::shared_ptr<Packed> packed_for(const at::Tensor& weight, bool has_bias) {
+  if (open_scopes.load() == 0) return pack(weight, has_bias);
   const std::lock_guard<std::mutex> lock(cache_mutex);
   const auto* key = weight.unsafeGetTensorImpl();
   auto it = cache.find(key);
@@ -111,9 +113,24 @@ bool packed_product_works() {
   }
 }
 
+void clear_cache() {
+  const std::lock_guard<std::mutex> lock(cache_mutex);
+  cache.clear();
+}
+
 #endif
 
 }  // namespace
+
+PackedWeightsScope::PackedWeightsScope() { ++open_scopes; }
+
+PackedWeightsScope::~PackedWeightsScope() {
+#if defined(SPREAD_HAVE_ONEDNN_MATMUL)
+  if (--open_scopes == 0) clear_cache();
+#else
+  --open_scopes;
+#endif
+}
 
 bool has_packed_linear() {
 #if defined(SPREAD_HAVE_ONEDNN_MATMUL)
@@ -125,8 +142,8 @@ bool has_packed_linear() {
 }
 
 bool takes_packed_linear(const at::Tensor& x, const at::Tensor& weight) {
-  return !at::GradMode::is_enabled() && x.is_cpu() && x.scalar_type() == at::kFloat && weight.is_cpu() &&
-         weight.scalar_type() == at::kFloat && weight.dim() == 2 && has_packed_linear();
+  return open_scopes.load() > 0 && !at::GradMode::is_enabled() && x.is_cpu() && x.scalar_type() == at::kFloat &&
+         weight.is_cpu() && weight.scalar_type() == at::kFloat && weight.dim() == 2 && has_packed_linear();
 }
 
 at::Tensor packed_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {

@@ -15,13 +15,25 @@ namespace spread {
 // Whether this build has the packed product and it ran a small product correctly in this process.
 bool has_packed_linear();
 
-// Whether packed_linear serves this inference product: has_packed_linear(), x and weight float32 on the CPU, and
-// no gradient wanted (grad mode off: the product is not differentiable).
+// The packed weights are kept only while a scope is open (in any thread; nested scopes share them, the outermost
+// frees them): around a run of inference passes over weights that do not change meanwhile (an encode, an
+// evaluation). Outside a scope nothing is packed. A weight's version counter alone cannot say it changed: spread's
+// optimizer writes parameters through their pointers, which LibTorch does not count.
+class PackedWeightsScope {
+ public:
+  PackedWeightsScope();
+  ~PackedWeightsScope();
+  PackedWeightsScope(const PackedWeightsScope&) = delete;
+  PackedWeightsScope& operator=(const PackedWeightsScope&) = delete;
+};
+
+// Whether packed_linear serves this inference product: has_packed_linear(), a PackedWeightsScope open, x and
+// weight float32 on the CPU, and no gradient wanted (grad mode off: the product is not differentiable).
 bool takes_packed_linear(const at::Tensor& x, const at::Tensor& weight);
 
-// x [..., in], weight [out, in], bias [out] or undefined -> float32 [..., out]. The packed copy of `weight` is kept
-// while that tensor lives and is unchanged (the same storage and version counter); a weight changed in place or
-// replaced is packed again on its next call.
+// x [..., in], weight [out, in], bias [out] or undefined -> float32 [..., out]. Within a scope the packed copy of
+// `weight` is kept while that tensor lives with the same storage and version counter (a weight changed in place
+// through LibTorch, or replaced, is packed again); outside one the weight is packed for this call only.
 at::Tensor packed_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
 // Products packed_linear has run in this process (tests count them to see which path a layer took).
