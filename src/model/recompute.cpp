@@ -388,7 +388,7 @@ at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::
   // As mixed_linear: only a float32 h is multiplied in a narrower dtype.
   if (matmul_dtype == at::kFloat || h.scalar_type() != at::kFloat) matmul_dtype = h.scalar_type();
   // Inference: nothing to recompute, and the weight packed once (runtime/packed_linear.h).
-  if (matmul_dtype == at::kFloat && !training && takes_packed_linear(h, weight))
+  if (takes_packed_linear(h, weight, matmul_dtype, training))
     return packed_linear(GeluLinear::activation(h, h_bias), weight, bias);
   return GeluLinear::apply(h, optional_input(h_bias), weight, optional_input(bias), matmul_dtype,
                            takes_direct_gemm(h, matmul_dtype, training));
@@ -397,7 +397,7 @@ at::Tensor gelu_linear(const at::Tensor& h, const at::Tensor& weight, const at::
 at::Tensor gated_linear(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias, bool silu,
                         at::ScalarType matmul_dtype, bool training) {
   if (matmul_dtype == at::kFloat || h.scalar_type() != at::kFloat) matmul_dtype = h.scalar_type();
-  if (matmul_dtype == at::kFloat && !training && takes_packed_linear(h, weight))
+  if (takes_packed_linear(h, weight, matmul_dtype, training))
     return packed_linear(gated(h.contiguous(), silu), weight, bias);
   return GatedLinear::apply(h.contiguous(), weight, optional_input(bias), silu, matmul_dtype,
                             takes_direct_gemm(h, matmul_dtype, training));

@@ -88,7 +88,7 @@ torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight, 
   // On the CPU the products go to the GEMMs of model/direct_linear.h where the process has them.
   if (takes_direct_gemm(x, dtype, training)) return direct_linear(x, weight, bias, dtype);
   // float32 inference (no gradient wanted): the weight packed once (runtime/packed_linear.h).
-  if (dtype == at::kFloat && !training && takes_packed_linear(x, weight)) return packed_linear(x, weight, bias);
+  if (takes_packed_linear(x, weight, dtype, training)) return packed_linear(x, weight, bias);
   // A 16-bit model (every parameter converted) or a float32 product: LibTorch's linear as it is.
   if (dtype == at::kFloat || x.scalar_type() != at::kFloat) return at::linear(x, weight, bias);
   // Elsewhere the product's output is rounded to `dtype` once (oneDNN accumulates in float32) and widened back: what

@@ -113,23 +113,21 @@ bool packed_product_works() {
   }
 }
 
+#endif
+
 void clear_cache() {
+#if defined(SPREAD_HAVE_ONEDNN_MATMUL)
   const std::lock_guard<std::mutex> lock(cache_mutex);
   cache.clear();
-}
-
 #endif
+}
 
 }  // namespace
 
 PackedWeightsScope::PackedWeightsScope() { ++open_scopes; }
 
 PackedWeightsScope::~PackedWeightsScope() {
-#if defined(SPREAD_HAVE_ONEDNN_MATMUL)
   if (--open_scopes == 0) clear_cache();
-#else
-  --open_scopes;
-#endif
 }
 
 bool has_packed_linear() {
@@ -141,8 +139,8 @@ bool has_packed_linear() {
 #endif
 }
 
-bool takes_packed_linear(const at::Tensor& x, const at::Tensor& weight) {
-  return open_scopes.load() > 0 && !at::GradMode::is_enabled() && x.is_cpu() && x.scalar_type() == at::kFloat &&
+bool takes_packed_linear(const at::Tensor& x, const at::Tensor& weight, at::ScalarType dtype, bool training) {
+  return dtype == at::kFloat && !training && open_scopes.load() > 0 && !at::GradMode::is_enabled() && x.is_cpu() && x.scalar_type() == at::kFloat &&
          weight.is_cpu() && weight.scalar_type() == at::kFloat && weight.dim() == 2 && has_packed_linear();
 }
 

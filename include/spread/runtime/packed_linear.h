@@ -27,9 +27,10 @@ class PackedWeightsScope {
   PackedWeightsScope& operator=(const PackedWeightsScope&) = delete;
 };
 
-// Whether packed_linear serves this inference product: has_packed_linear(), a PackedWeightsScope open, x and
-// weight float32 on the CPU, and no gradient wanted (grad mode off: the product is not differentiable).
-bool takes_packed_linear(const at::Tensor& x, const at::Tensor& weight);
+// Whether packed_linear serves this product, asked as takes_direct_gemm is (model/direct_linear.h): a float32
+// product (`dtype`) of a module not in training mode, no gradient wanted (grad mode off: the product is not
+// differentiable), x and weight float32 on the CPU, a PackedWeightsScope open, and has_packed_linear().
+bool takes_packed_linear(const at::Tensor& x, const at::Tensor& weight, at::ScalarType dtype, bool training);
 
 // x [..., in], weight [out, in], bias [out] or undefined -> float32 [..., out]. Within a scope the packed copy of
 // `weight` is kept while that tensor lives with the same storage and version counter (a weight changed in place
