@@ -7,7 +7,8 @@
 # Same threads (both use every core: spread's run.threads = 0, torch's default), the same tokens per step and
 # dropout 0. ROUNDS rounds (default 2), the peers first in odd rounds and spread first in even ones, so each ratio
 # is measured within minutes; the ratio is of the sums of tokens/s over the rounds. Target (issue 27): >= 1.25x.
-# Usage: scripts/bench_lm_peers.sh [DATA_FILE]    (PEER_PYTHON: another Python with torch >= 2)
+# Usage: scripts/bench_lm_peers.sh [DATA_FILE]    (PEER_PYTHON: another Python with torch >= 2;
+#        CASES: a comma-separated subset of "A float32,B float32,B bfloat16", e.g. CASES="B bfloat16")
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
@@ -34,7 +35,7 @@ mine() {
   echo "$tps"
 }
 
-cases=("A float32" "B float32" "B bfloat16")
+IFS=, read -r -a cases <<<"${CASES:-A float32,B float32,B bfloat16}"
 declare -A sum best
 # The best round of each side besides the mean: on a VM whose vCPUs slow down in stretches (docs/benchmarks.md,
 # "This VM's speed is bimodal") one side's run can fall in a slow stretch and the other's not.

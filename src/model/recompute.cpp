@@ -53,19 +53,21 @@ SPREAD_INLINE_INTO_CLONES float gelu_and_derivative(float a, float& derivative) 
 
 // Backward's pass over a rows x cols block, with v = x + bias: the recomputed activation y = v Phi(v) (for dW)
 // and out = grad * (Phi(v) + v phi(v)) (dL/dx), whose column sums (the bias gradient) are added to column_sum.
-// One evaluation of Phi(v) serves both.
+// One evaluation of Phi(v) serves both. The sums are added in a loop of their own after each row, as in
+// residual_norm_backward_rows (model/residual_norm.cpp), not among the row's stores.
 SPREAD_VECTOR_CLONES void bias_gelu_and_backward_rows(const float* __restrict grad, const float* __restrict x,
                                                       const float* __restrict bias, float* __restrict y,
                                                       float* __restrict out, float* __restrict column_sum, int64_t rows,
                                                       int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t at = r * cols;
     for (int64_t j = 0; j < cols; ++j) {
-      const int64_t i = r * cols + j;
       float derivative;
-      y[i] = gelu_and_derivative(x[i] + bias[j], derivative);
-      out[i] = grad[i] * derivative;
-      column_sum[j] += out[i];
+      y[at + j] = gelu_and_derivative(x[at + j] + bias[j], derivative);
+      out[at + j] = grad[at + j] * derivative;
     }
+    for (int64_t j = 0; j < cols; ++j) column_sum[j] += out[at + j];
+  }
 }
 
 bool own_gelu_applies(const at::Tensor& x) { return x.is_cpu() && x.scalar_type() == at::kFloat && x.is_contiguous(); }
