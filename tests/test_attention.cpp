@@ -121,8 +121,8 @@ TEST_F(FusedAttention, RowsLongerThanAVectorMatchTheFormula) {
   expect_matches_reference({}, 2.0, 41, 2, 16);
 }
 
-// causal = true: rows in blocks of 64 whose key columns stop at the block's last row (T = 150: blocks of 64, 64
-// and 22 rows), the rest of each row never computed.
+// causal = true: rows in blocks of 32 (float32 products) whose key columns stop at the block's last row (T = 150:
+// four blocks of 32 and one of 22 rows), the rest of each row never computed.
 TEST_F(FusedAttention, CausalRowBlocksMatchTheFormula) {
   const int64_t T = 150;
   expect_matches_reference(causal_mask(T), 1.0, T, 2, 8, /*kernel_causal=*/true);
@@ -132,7 +132,8 @@ TEST_F(FusedAttention, CausalRowBlocksMatchTheFormula) {
   pad.index_put_({1, 0, 0, torch::indexing::Slice(100, T)}, -kInf);
   expect_matches_reference(causal_mask(T) + pad, 1.0, T, 2, 8, /*kernel_causal=*/true);
   expect_matches_reference(pad, 1.0, T, 2, 8, /*kernel_causal=*/true, causal_mask(T) + pad);
-  expect_matches_reference(causal_mask(64), 1.0, 64, 2, 8, /*kernel_causal=*/true);  // exactly one block
+  expect_matches_reference(causal_mask(32), 1.0, 32, 2, 8, /*kernel_causal=*/true);  // exactly one block
+  expect_matches_reference(causal_mask(64), 1.0, 64, 2, 8, /*kernel_causal=*/true);  // exactly two
 }
 
 // The band |t - s| <= w written out entry by entry (and t >= s with causal): the reference's mask for a window.
@@ -145,8 +146,8 @@ torch::Tensor band_mask(int64_t T, int64_t w, bool causal = false) {
   return m.view({1, 1, T, T});
 }
 
-// A window: row blocks of 64 whose key columns span the band of their rows only (T = 150: blocks starting at 0,
-// 64 and 128; windows narrower than a block, wider than one, 0 = the diagonal only, past the sequence; one short
+// A window: row blocks of 32 whose key columns span the band of their rows only (T = 150: blocks starting at 0, 32,
+// 64, 96 and 128; windows narrower than a block, wider than one, 0 = the diagonal only, past the sequence; one short
 // block with an even window), with padding (text 1: 100 valid keys, so its last rows see a few valid keys at the
 // band's left edge), and causal with a window (a decoder's sliding window).
 TEST_F(FusedAttention, WindowRowBlocksMatchTheFormula) {
@@ -155,7 +156,7 @@ TEST_F(FusedAttention, WindowRowBlocksMatchTheFormula) {
     SCOPED_TRACE(w);
     expect_matches_reference({}, 1.0, T, 2, 8, false, band_mask(T, w), w);
   }
-  expect_matches_reference({}, 1.0, 37, 3, 5, false, band_mask(37, 4), 4);  // one short block
+  expect_matches_reference({}, 1.0, 29, 3, 5, false, band_mask(29, 4), 4);  // one short block
   auto pad = torch::zeros({kB, 1, 1, T});
   pad.index_put_({1, 0, 0, torch::indexing::Slice(100, T)}, -kInf);
   expect_matches_reference(pad, 1.0, T, 2, 8, false, band_mask(T, 64) + pad, 64);
@@ -382,7 +383,7 @@ TEST_F(FusedAttention, Bf16ProductsAreWithinTheirRoundingBoundsOfFloat64) {
   if (!bf16_products_available()) GTEST_SKIP() << "no bf16 GEMM (dnnl_gemm_bf16bf16f32, cblas_gemm_bf16bf16f32) here";
   expect_bf16_products_within_bounds({}, kT, false);
   expect_bf16_products_within_bounds(padding_mask(), kT, false);
-  // Three row blocks of 64 with causal column ranges, whose dk and dv products accumulate (beta = 1).
+  // Three row blocks of 64 (bf16 products) with causal column ranges, whose dk and dv products accumulate (beta = 1).
   expect_bf16_products_within_bounds({}, 150, true);
   // ModernBERT's local layers: band row blocks over overlapping key ranges.
   expect_bf16_products_within_bounds({}, 150, false, 20);

@@ -25,7 +25,8 @@ bool fused_attention_supported(const at::Tensor& qkv);
 // it on the unfused path (so both paths, GradCache's replayed RNG state and resumed runs see the same masks); the
 // noise is kept for backward, as at::dropout keeps it.
 // causal = true restricts query t to keys 0..t as well (the causal mask may still be passed; it is then redundant)
-// and skips the score blocks above the diagonal: rows in blocks of 64, each block's columns stop at its last row.
+// and skips the score blocks above the diagonal: rows in blocks of 32 (64 with bf16 products), each block's
+// columns stop at its last row.
 // window >= 0 restricts query t to keys s with |t - s| <= window (local attention, ModernBERT's local_attention / 2;
 // with causal, to t - window..t), in row blocks whose columns span only the keys they see: neither a T x T mask
 // nor the scores outside the band are computed. -1: no window.
