@@ -140,7 +140,8 @@ bool has_packed_linear() {
 }
 
 bool takes_packed_linear(const at::Tensor& x, const at::Tensor& weight, at::ScalarType dtype, bool training) {
-  return dtype == at::kFloat && !training && open_scopes.load() > 0 && !at::GradMode::is_enabled() && x.is_cpu() && x.scalar_type() == at::kFloat &&
+  const bool float32_inference = dtype == at::kFloat && !training && !at::GradMode::is_enabled();
+  return float32_inference && open_scopes.load() > 0 && x.is_cpu() && x.scalar_type() == at::kFloat &&
          weight.is_cpu() && weight.scalar_type() == at::kFloat && weight.dim() == 2 && has_packed_linear();
 }
 
