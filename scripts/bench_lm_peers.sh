@@ -6,9 +6,12 @@
 #   B bf16   spread train.precision=bf16  against nanoGPT under torch.autocast("cpu", bfloat16), eager and compiled
 # Same threads (both use every core: spread's run.threads = 0, torch's default), the same tokens per step and
 # dropout 0. ROUNDS rounds (default 2), the peers first in odd rounds and spread first in even ones, so each ratio
-# is measured within minutes; the ratio is of the sums of tokens/s over the rounds. Target (issue 27): >= 1.25x.
+# is measured within minutes. Three tables: the ratio of the sums of tokens/s over the rounds, the best round of
+# each side, and the paired one: the median of the per-round ratios with their range. Target (issue 27): >= 1.25x.
 # Usage: scripts/bench_lm_peers.sh [DATA_FILE]    (PEER_PYTHON: another Python with torch >= 2;
-#        CASES: a comma-separated subset of "A float32,B float32,B bfloat16", e.g. CASES="B bfloat16")
+#        CASES: a comma-separated subset of "A float32,B float32,B bfloat16", e.g. CASES="B bfloat16";
+#        BENCH_JSONL: where each round is appended as one JSON line, /tmp/spread_bench_lm_peers.jsonl by default,
+#        so that rounds of several runs of the same commit can be pooled)
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
@@ -36,7 +39,10 @@ mine() {
 }
 
 IFS=, read -r -a cases <<<"${CASES:-A float32,B float32,B bfloat16}"
-declare -A sum best
+declare -A sum best paired_e paired_p
+jsonl=${BENCH_JSONL:-/tmp/spread_bench_lm_peers.jsonl}
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", a / b }'; }
 # The best round of each side besides the mean: on a VM whose vCPUs slow down in stretches (docs/benchmarks.md,
 # "This VM's speed is bimodal") one side's run can fall in a slow stretch and the other's not.
 keep_best() { (( $2 > ${best[$1]:-0} )) && best[$1]=$2; return 0; }
@@ -54,6 +60,9 @@ for round in $(seq "${ROUNDS:-2}"); do
     sum[${key}_e]=$(( ${sum[${key}_e]:-0} + e ))
     sum[${key}_p]=$(( ${sum[${key}_p]:-0} + p ))
     keep_best "${key}_s" "$s"; keep_best "${key}_e" "$e"; keep_best "${key}_p" "$p"
+    paired_e[$key]+=" $(ratio "$s" "$e")"; paired_p[$key]+=" $(ratio "$s" "$p")"
+    printf '{"commit": "%s", "case": "%s", "round": %d, "spread": %d, "eager": %d, "compiled": %d}\n' \
+      "$commit" "$c" "$round" "$s" "$e" "$p" >>"$jsonl"
   done
 done
 printf '\n| case | spread tokens/s | nanoGPT eager | nanoGPT compiled | spread / eager | spread / compiled |\n'
@@ -79,4 +88,16 @@ case, s, e, p = sys.argv[1], *map(int, sys.argv[2:5])
 print(f"| {case} | {s:,} | {e:,} | {p:,} | {s / e:.2f}x | {s / p:.2f}x |")
 PY
 done
-echo "(load average $(cut -d' ' -f1-3 /proc/loadavg); target: spread >= 1.25x each peer)"
+printf '\nPaired: the median of the per-round ratios (their range):\n\n| case | spread / eager | spread / compiled |\n'
+printf '|---|---:|---:|\n'
+for c in "${cases[@]}"; do
+  read -r shape dtype <<<"$c"
+  key="${shape}_${dtype}"
+  python3 - "$c" "${paired_e[$key]}" "${paired_p[$key]}" <<'PY'
+import statistics, sys
+case, eager, compiled = sys.argv[1], *([float(x) for x in a.split()] for a in sys.argv[2:4])
+cell = lambda r: f"{statistics.median(r):.2f}x ({min(r):.2f}-{max(r):.2f})"
+print(f"| {case} | {cell(eager)} | {cell(compiled)} |")
+PY
+done
+echo "(load average $(cut -d' ' -f1-3 /proc/loadavg); target: spread >= 1.25x each peer; rounds appended to $jsonl)"
