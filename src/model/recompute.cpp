@@ -60,13 +60,13 @@ SPREAD_VECTOR_CLONES void bias_gelu_and_backward_rows(const float* __restrict gr
                                                       float* __restrict out, float* __restrict column_sum, int64_t rows,
                                                       int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
-    const int64_t at = r * cols;
+    const int64_t row = r * cols;  // the row's first element
     for (int64_t j = 0; j < cols; ++j) {
       float derivative;
-      y[at + j] = gelu_and_derivative(x[at + j] + bias[j], derivative);
-      out[at + j] = grad[at + j] * derivative;
+      y[row + j] = gelu_and_derivative(x[row + j] + bias[j], derivative);
+      out[row + j] = grad[row + j] * derivative;
     }
-    for (int64_t j = 0; j < cols; ++j) column_sum[j] += out[at + j];
+    for (int64_t j = 0; j < cols; ++j) column_sum[j] += out[row + j];
   }
 }
 
