@@ -15,5 +15,7 @@ int cmd_calibrate(int argc, char** argv);
 int cmd_export(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_info(int argc, char** argv);
+int cmd_mine(int argc, char** argv);
+int cmd_split(int argc, char** argv);
 
 }  // namespace spread::cli

@@ -51,6 +51,7 @@ int eval_embeddings(LoadedRun& run, const cxxopts::ParseResult& args, const Limi
   EmbeddingEvalRequest request;
   request.sts = args.count("sts") ? args["sts"].as<std::string>() : run.recipe.eval.sts;
   request.beir = args.count("beir") ? args["beir"].as<std::string>() : run.recipe.eval.beir;
+  request.qrels = args.count("qrels") ? args["qrels"].as<std::string>() : run.recipe.eval.qrels;
   if (args.count("pooling")) request.pooling = args["pooling"].as<std::string>();
   request.batch_size = limits.batch_size;
   request.per_query = args.count("per-query") > 0;
@@ -114,6 +115,8 @@ int cmd_eval(int argc, char** argv) {
       ("sts", "STS file (STS-B CSV or SICK.txt): Spearman of cosine vs gold", cxxopts::value<std::string>(), "CSV")
       ("beir", "BEIR folder (corpus.jsonl, queries.jsonl, qrels/): nDCG@10, MRR@10, Recall@100",
        cxxopts::value<std::string>(), "DIR")
+      ("qrels", "the BEIR split to score: qrels/NAME.tsv (default: the run's eval.qrels, else train.tsv when present, "
+                "else the only one)", cxxopts::value<std::string>(), "NAME")
       ("text", "LM: a text file to measure instead of the run's validation split (a model folder has none)",
        cxxopts::value<std::string>(), "FILE")
       ("pooling", "mean, cls or last (default: the run's loss.contrastive.pooling)", cxxopts::value<std::string>())

@@ -8,9 +8,22 @@
 #include "commands.h"
 #include "options.h"
 #include "spread/interchange/export.h"
+#include "spread/run/best_checkpoint.h"
 #include "spread/util/error.h"
 
 namespace spread::cli {
+namespace {
+
+int64_t best_step(const std::string& run_dir, bool step_given) {
+  if (step_given) throw UserError("give --step N or --best, not both");
+  const auto best = read_best(run_dir);
+  if (!best)
+    throw UserError(run_dir + " has no best.json: it was trained without train.keep_best, or no evaluation has "
+                    "finished yet (give --step N, or leave both out for the newest checkpoint)");
+  return best->step;
+}
+
+}  // namespace
 
 int cmd_export(int argc, char** argv) {
   cxxopts::Options options("spread export",
@@ -23,6 +36,7 @@ int cmd_export(int argc, char** argv) {
       ("out", "folder to write (new, empty, or an earlier export, which is replaced)", cxxopts::value<std::string>(),
        "DIR")
       ("step", "the checkpoint of this step (default: the newest intact one)", cxxopts::value<int64_t>(), "N")
+      ("best", "the checkpoint of the best evaluation (train.keep_best; RUN_DIR/best.json)")
       ("h,help", "show this help");
   auto args = parse_arguments(options, argc, argv);
   if (args.count("help")) {
@@ -36,6 +50,7 @@ int cmd_export(int argc, char** argv) {
   request.out_dir = args["out"].as<std::string>();
   if (request.out_dir.empty()) throw UserError("--out: give a folder name");
   if (args.count("step")) request.step = int_option(args, "step", 0, 99'999'999);  // step_XXXXXXXX.ckpt
+  if (args.count("best")) request.step = best_step(request.run_dir, args.count("step") > 0);
   const auto start = std::chrono::steady_clock::now();
   const ExportResult r = export_run(request);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -35,6 +35,8 @@ commands:
   report     an HTML report of one or more runs
   pool       Ward token pooling of .npy token lists (multi-vector documents)
   calibrate  the Ward distance threshold that gives a late-interaction run a mean number of vectors per document
+  split      carve a dev split from a BEIR folder's training queries (qrels/train.tsv and qrels/dev.tsv)
+  mine       hard negatives for training pairs, as sentence-transformers' mine_hard_negatives picks them
   export     a run as a Hugging Face GPT-2 folder (LM) or a sentence-transformers folder (encoder)
   tokenize   token ids of text lines (--decode: text of id lists) with a Hugging Face tokenizer or a run's own
   info       this build's LibTorch, whether it has CUDA and which GPUs it sees, BLAS and threads
@@ -60,6 +62,8 @@ int dispatch(int argc, char** argv) {
   if (cmd == "export") return spread::cli::cmd_export(sub_argc, sub_argv);
   if (cmd == "tokenize") return spread::cli::cmd_tokenize(sub_argc, sub_argv);
   if (cmd == "info") return spread::cli::cmd_info(sub_argc, sub_argv);
+  if (cmd == "mine") return spread::cli::cmd_mine(sub_argc, sub_argv);
+  if (cmd == "split") return spread::cli::cmd_split(sub_argc, sub_argv);
   throw spread::UserError("unknown command '" + cmd + "' (run `spread --help` for the list)");
 }
 

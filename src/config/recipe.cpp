@@ -216,6 +216,7 @@ const std::vector<Field>& schema() {
       string_list_field("data.columns", REF(data.columns)),
       bool_field("data.strict", REF(data.strict)),
       bool_field("data.hard_negatives", REF(data.hard_negatives)),
+      string_field("data.qrels", REF(data.qrels)),
       string_field("data.root", REF(data.root)),
       string_field("tokenizer.kind", REF(tokenizer.kind), {"char", "bpe", "unigram", "hf"}),
       int_field("tokenizer.vocab_size", REF(tokenizer.vocab_size), 32, 1 << 20),
@@ -271,6 +272,7 @@ const std::vector<Field>& schema() {
       int_field("train.eval_batches", REF(train.eval_batches), 1, 1 << 20),
       int_field("train.ckpt_every", REF(train.ckpt_every), 0, kBig),
       int_field("train.keep_last", REF(train.keep_last), 1, 1000),
+      string_field("train.keep_best", REF(train.keep_best)),
       int_field("train.log_every", REF(train.log_every), 1, kBig),
       int_field("train.max_bad_steps", REF(train.max_bad_steps), 1, 1000),
       bool_field("loss.dispersion.enabled", REF(loss.dispersion.enabled)),
@@ -314,6 +316,7 @@ const std::vector<Field>& schema() {
       bool_field("diagnostics.socm", REF(diagnostics.socm)),
       string_field("eval.sts", REF(eval.sts)),
       string_field("eval.beir", REF(eval.beir)),
+      string_field("eval.qrels", REF(eval.qrels)),
   };
   return fields;
 }
@@ -566,6 +569,12 @@ void validate(const Recipe& r) {
     fail(at, "train.min_lr", fmt::format("{} is larger than train.lr = {}", r.train.min_lr, r.train.lr));
   if (r.data.source == "text" && r.data.path.empty())
     fail(at, "data.path", "data.source = \"text\" needs at least one file", "set data.path = \"corpus.txt\"");
+  if (!r.train.keep_best.empty() &&
+      (r.train.eval_every <= 0 || r.train.ckpt_every <= 0 || r.train.eval_every % r.train.ckpt_every != 0))
+    fail(at, "train.keep_best", fmt::format("keeps the checkpoint of the best evaluation, but train.eval_every = {} "
+                                            "is not a multiple of train.ckpt_every = {}",
+                                            r.train.eval_every, r.train.ckpt_every),
+         "set train.ckpt_every to train.eval_every (or a divisor of it), or train.keep_best = \"\"");
   validate_objective(r);
   validate_tokenizer(r);
   if ((r.diagnostics.early_every > 0) != (r.diagnostics.early_until > 0))

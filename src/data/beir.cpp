@@ -89,7 +89,10 @@ fs::path qrels_path(const fs::path& dir, const std::string& name) {
                    "name the one to use");
 }
 
-std::optional<double> parse_number(std::string_view s) {
+
+}  // namespace
+
+std::optional<double> parse_qrels_score(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   double value = 0;
@@ -97,8 +100,6 @@ std::optional<double> parse_number(std::string_view s) {
   if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
   return value;
 }
-
-}  // namespace
 
 BeirData load_beir(const std::string& dir, const std::string& qrels_name) {
   BadRows strict(/*strict=*/true, "", "");
@@ -151,7 +152,7 @@ BeirData load_beir(const std::string& dir, const std::string& qrels_name, BadRow
   TextRow row;
   bool first = true;
   while (rows.next(row)) {
-    const bool header = first && row.fields.size() == 3 && !parse_number(row.fields[2]);
+    const bool header = first && row.fields.size() == 3 && !parse_qrels_score(row.fields[2]);
     first = false;
     if (header) continue;
     if (row.fields.size() != 3) {
@@ -159,7 +160,7 @@ BeirData load_beir(const std::string& dir, const std::string& qrels_name, BadRow
               "row has " + std::to_string(row.fields.size()) + " fields, expected 3 (query-id, corpus-id, score)");
       continue;
     }
-    const auto score = parse_number(row.fields[2]);
+    const auto score = parse_qrels_score(row.fields[2]);
     if (!score) {
       bad.add(data.qrels_file, row.line, "score '" + row.fields[2] + "' is not a number");
       continue;

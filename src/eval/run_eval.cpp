@@ -25,7 +25,6 @@
 namespace fs = std::filesystem;
 
 namespace spread {
-namespace {
 
 EncoderSpec spec_of(const LoadedRun& run, const std::string& pooling, int64_t batch_size) {
   EncoderSpec spec;
@@ -40,8 +39,7 @@ EncoderSpec spec_of(const LoadedRun& run, const std::string& pooling, int64_t ba
   return spec;
 }
 
-// `option` names the CLI option that gave the path, in errors.
-std::vector<std::string> read_texts(const std::string& path, const std::string& option = "--in") {
+std::vector<std::string> read_input_texts(const std::string& path, const std::string& option) {
   auto bytes = read_whole_file(path);
   if (!bytes) throw user_error(path, 0, option, "cannot read the file", "check the path");
   check_text_file(*bytes, path, option);
@@ -61,6 +59,8 @@ std::vector<std::string> read_texts(const std::string& path, const std::string& 
   if (texts.empty()) throw user_error(path, 0, option, "holds no text", "one text per line (.txt) or .jsonl");
   return texts;
 }
+
+namespace {
 
 // A text the run's tokenizer cannot encode (a character outside an LM's char vocabulary), named by file and line:
 // the tokenizer knows only the text.
@@ -98,7 +98,7 @@ nlohmann::json evaluate_embeddings(LoadedRun& run, const EmbeddingEvalRequest& r
     result["sts"] = {{"file", request.sts}, {"pairs", s.pairs}, {"spearman", s.spearman}};
   }
   if (!request.beir.empty()) {
-    BeirData data = load_beir(request.beir);
+    BeirData data = load_beir(request.beir, request.qrels);
     CountProgress progress("encoding");
     RetrievalMetrics r = evaluate_retrieval(run.model, *run.tokenizer, data, spec, std::ref(progress));
     result["beir"] = {{"dir", request.beir}, {"qrels", data.qrels_file}, {"queries", r.queries},
@@ -187,7 +187,7 @@ nlohmann::json calibrate_run(LoadedRun& run, const CalibrateRequest& request) {
   require_maxsim_run(run, "spread calibrate");
   std::string path = request.docs;
   if (std::filesystem::is_directory(path)) path = (std::filesystem::path(path) / "corpus.jsonl").string();
-  auto texts = read_texts(path, "--docs");
+  auto texts = read_input_texts(path, "--docs");
   if (int64_t(texts.size()) > request.max_docs) texts.resize(size_t(request.max_docs));
   CountProgress progress("encoding documents");
   const auto docs = encode_documents(run.model, *run.tokenizer, texts, multi_vector_spec_of(run, request.batch_size),
@@ -251,24 +251,28 @@ std::string encode_prompt(const LoadedRun& run, const EncodeRequest& request) {
   return it->second;
 }
 
-int64_t encode_file(LoadedRun& run, const EncodeRequest& request) {
-  auto texts = read_texts(request.in);
-  const EncoderSpec spec = spec_of(run, request.pooling, request.batch_size);
+torch::Tensor embed_with_prompt(LoadedRun& run, std::vector<std::string> texts, const EncoderSpec& spec,
+                                const std::string& prompt, bool normalize, const std::string& what) {
   // sentence-transformers prepends the prompt to the text; with include_prompt = false its pooling leaves out the
   // prompt's tokens and [CLS] (the prompt's length as tokenised alone, less its [SEP]).
-  const std::string prompt = encode_prompt(run, request);
   int64_t pool_skip = 0;
   if (!prompt.empty()) {
     for (auto& t : texts) t = prompt + t;
     if (!run.sentence->include_prompt)
       pool_skip = int64_t(encode_for_encoder(*run.tokenizer, prompt, spec.max_length).size()) - 1;
   }
-  CountProgress progress("encoding");
+  CountProgress progress(what);
   auto e = embed_texts(run.model, *run.tokenizer, texts, spec.max_length, spec.pooling, spec.batch_size, spec.device,
                        std::ref(progress), pool_skip);
-  const bool normalize = request.normalize && (!run.sentence || run.sentence->normalize);
-  if (normalize) e = torch::nn::functional::normalize(e, torch::nn::functional::NormalizeFuncOptions().dim(1));
-  e = e.contiguous();
+  if (normalize && (!run.sentence || run.sentence->normalize))
+    e = torch::nn::functional::normalize(e, torch::nn::functional::NormalizeFuncOptions().dim(1));
+  return e.contiguous();
+}
+
+int64_t encode_file(LoadedRun& run, const EncodeRequest& request) {
+  const EncoderSpec spec = spec_of(run, request.pooling, request.batch_size);
+  auto e = embed_with_prompt(run, read_input_texts(request.in), spec, encode_prompt(run, request), request.normalize,
+                             "encoding");
   write_npy_float32(request.out, e.data_ptr<float>(), e.size(0), e.size(1));
   return e.size(0);
 }

@@ -57,7 +57,12 @@ std::optional<std::string> first_non_finite(const Checkpoint& ckpt) {
   return std::nullopt;
 }
 
-std::string save_checkpoint(const std::string& run_dir, const Checkpoint& ckpt, int64_t keep_last) {
+std::string checkpoint_path(const std::string& run_dir, int64_t step) {
+  return (fs::path(run_dir) / "ckpt" / fmt::format("step_{:08d}.ckpt", step)).string();
+}
+
+std::string save_checkpoint(const std::string& run_dir, const Checkpoint& ckpt, int64_t keep_last,
+                            std::optional<int64_t> keep_step) {
   std::string payload = serialize(ckpt);
   std::string file;
   file.append(kMagic, 8);
@@ -67,10 +72,12 @@ std::string save_checkpoint(const std::string& run_dir, const Checkpoint& ckpt, 
   file += payload;
   fs::path dir = fs::path(run_dir) / "ckpt";
   make_directories(dir.string());
-  std::string path = (dir / fmt::format("step_{:08d}.ckpt", ckpt.step)).string();
+  std::string path = checkpoint_path(run_dir, ckpt.step);
   write_file_atomic(path, file);
+  const std::string kept = keep_step ? checkpoint_path(run_dir, *keep_step) : "";
   auto all = list_checkpoints(run_dir);
-  for (size_t i = size_t(std::max<int64_t>(keep_last, 1)); i < all.size(); ++i) remove_file(all[i]);
+  for (size_t i = size_t(std::max<int64_t>(keep_last, 1)); i < all.size(); ++i)
+    if (all[i] != kept) remove_file(all[i]);
   return path;
 }
 

@@ -54,6 +54,7 @@ PairSet load_recipe_pairs(const Recipe& recipe, const Note& note) {
   spec.columns = recipe.data.columns;
   spec.strict = recipe.data.strict;
   spec.hard_negatives = recipe.data.hard_negatives;
+  spec.beir_qrels = recipe.data.qrels;
   spec.val_fraction = recipe.data.val_fraction;
   spec.seed = uint64_t(recipe.run.seed);
   spec.recipe_file = recipe.source;
@@ -76,7 +77,7 @@ EncoderEvaluations::EncoderEvaluations(const Recipe& recipe, const Note& note) {
     note(fmt::format("eval: STS {} ({} pairs)", recipe.eval.sts, sts_.size()));
   }
   if (!recipe.eval.beir.empty()) {
-    beir_ = load_beir(recipe.eval.beir);
+    beir_ = load_beir(recipe.eval.beir, recipe.eval.qrels);
     note(fmt::format("eval: BEIR {} ({} documents, {} queries, {})", recipe.eval.beir, beir_->corpus_ids.size(),
                      beir_->query_ids.size(), beir_->qrels_file));
   }

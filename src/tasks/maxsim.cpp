@@ -130,7 +130,7 @@ MaxSimTask::MaxSimTask(const Recipe& recipe, const std::string& run_dir, torch::
                    "documents of at most {}", train_.size(), val_.size(), train_.front().negatives.size(),
                    queries_->size(), spec_.query_length, documents_->size(), spec_.document_length));
   if (!recipe.eval.beir.empty()) {
-    beir_ = load_beir(recipe.eval.beir);
+    beir_ = load_beir(recipe.eval.beir, recipe.eval.qrels);
     note(fmt::format("eval: BEIR {} ({} documents, {} queries, {})", recipe.eval.beir, beir_->corpus_ids.size(),
                      beir_->query_ids.size(), beir_->qrels_file));
   }

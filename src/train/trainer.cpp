@@ -19,6 +19,7 @@
 #include "spread/interchange/hf_import.h"
 #include "spread/log/metrics_log.h"
 #include "spread/log/progress.h"
+#include "spread/run/best_checkpoint.h"
 #include "spread/run/checkpoint.h"
 #include "spread/run/run_files.h"
 #include "spread/run/run_lock.h"
@@ -78,6 +79,7 @@ struct Run {
   std::unique_ptr<GradientSync> sync;   // data-parallel with the all-reduce overlapping backward
   int64_t rank = 0, world = 1;          // only rank 0 writes the run directory
   MemoryEstimate memory;                // of one rank, before anything was allocated
+  std::optional<BestEvaluation> best;   // train.keep_best: the best evaluation so far (rank 0)
 };
 
 // Every rank's CPU generator state, in rank order ([world, state bytes]): dropout masks differ between ranks, so a
@@ -192,10 +194,30 @@ std::optional<std::string> save(Run& run, MetricsLog& log, const std::string& wh
     return fmt::format("the model's output is NaN or Inf after step {}", run.step);
   const Checkpoint c = make_checkpoint(run, generators);
   if (auto bad = first_non_finite(c)) return fmt::format("'{}' holds NaN or Inf after step {}", *bad, run.step);
-  std::string path = save_checkpoint(run.dir, c, run.recipe.train.keep_last);
+  const std::optional<int64_t> best_step = run.best ? std::optional<int64_t>(run.best->step) : std::nullopt;
+  std::string path = save_checkpoint(run.dir, c, run.recipe.train.keep_last, best_step);
+  if (run.best && run.best->step == run.step) write_best(run.dir, *run.best);
   log.write({{"step", run.step}, {"event", "checkpoint"}, {"why", why}});
   say(fmt::format("checkpoint: {} ({})", path, why));
   return std::nullopt;
+}
+
+// train.keep_best: remembers this evaluation when its metric is the best so far; the checkpoint saved at this step
+// (every evaluation step is one, recipe validation says) then records it in best.json.
+void note_best(Run& run, const Evaluation& e, MetricsLog& log) {
+  const std::string& metric = run.recipe.train.keep_best;
+  if (metric.empty()) return;
+  if (!e.metrics.contains(metric) || !e.metrics[metric].is_number()) {
+    std::string names;
+    for (const auto& [key, value] : e.metrics.items())
+      if (value.is_number() && key != "step") names += (names.empty() ? "" : ", ") + key;
+    throw user_error(run.recipe.source, 0, "train.keep_best", "'" + metric + "' is not among the evaluation's metrics",
+                     "use one of: " + names);
+  }
+  const double value = e.metrics[metric].get<double>();
+  if (!improves(metric, value, run.best)) return;
+  run.best = BestEvaluation{metric, value, run.step};
+  log.write({{"step", run.step}, {"event", "best"}, {"metric", metric}, {"value", value}});
 }
 
 // The end of a run that can no longer learn: the reason goes to metrics.jsonl, so that compare and report show it.
@@ -471,6 +493,7 @@ int train_run(const Recipe& given, TrainStart start) {
 
   MetricsLog log(run.rank == 0 ? run.dir : "", start == TrainStart::Resume ? run.step : -1);
   if (start == TrainStart::Resume) log.write({{"step", run.step}, {"event", "resume"}});
+  if (start == TrainStart::Resume && run.rank == 0) run.best = read_best(run.dir);
   else log.write({{"step", 0}, {"event", "start"}, {"blas_core", blas.core}});
   if (cleanup) cleanup->keep();  // a run now, which compare and --resume know
 
@@ -518,6 +541,7 @@ int train_run(const Recipe& given, TrainStart start) {
       e.metrics["step"] = run.step;
       log.write(e.metrics);
       say(fmt::format("eval step {}: {}", run.step, e.summary));
+      note_best(run, e, log);
       progress.exclude_pause();
     }
     if (writer && probe_due(recipe.diagnostics, run.step, t.max_steps)) {

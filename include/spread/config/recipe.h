@@ -25,6 +25,7 @@ struct DataConfig {
   std::vector<std::string> columns;  // pair files: [anchor, positive, negative...] column names (empty = by name)
   bool strict = false;             // pair files: a bad row is an error instead of being skipped and counted
   bool hard_negatives = false;     // sick: only the entailment pairs that have a contradiction, as a hard negative
+  std::string qrels;               // beir: the split qrels/<qrels>.tsv ("" = train.tsv when present, else the only one)
   // Where the data sets are: "${data_root}" in data.path, eval.sts, eval.beir or tokenizer.model stands for it.
   // Empty = the environment variable SPREAD_DATA, else "../shared/data" (relative to the working directory). The
   // resolved recipe holds the folder and the paths it gave.
@@ -101,6 +102,10 @@ struct TrainConfig {
   int64_t eval_batches = 20;
   int64_t ckpt_every = 500;
   int64_t keep_last = 3;
+  // A metric of the evaluations ("ndcg@10", "sts_spearman", "val_loss", ...; "" = off): the checkpoint of its best
+  // value (the lowest for a name ending in "loss", else the highest) is kept beside the newest keep_last ones and
+  // named in RUN/best.json (spread export --best). Every evaluation step must be a checkpoint step.
+  std::string keep_best;
   int64_t log_every = 10;
   int64_t max_bad_steps = 5;  // consecutive non-finite steps before training stops
   std::string precision = "fp32";  // fp32 | bf16: linear layers compute in bfloat16 (float32 weights, optimizer
@@ -175,6 +180,7 @@ struct LossConfig {
 struct EvalConfig {
   std::string sts;   // an STS CSV (sentence1, sentence2, score) or SICK.txt: Spearman of cosine vs gold
   std::string beir;  // a BEIR folder: nDCG@10, MRR@10, Recall@100 by exact search
+  std::string qrels; // its split qrels/<qrels>.tsv ("" = train.tsv when present, else the only one)
 };
 
 struct DiagnosticsConfig {

@@ -10,8 +10,10 @@
 // unknown query or document.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace spread {
@@ -30,5 +32,8 @@ struct BeirData {
 BeirData load_beir(const std::string& dir, const std::string& qrels_name = "");
 // The same, with bad lines going to `bad` (skipped and counted unless it is strict).
 BeirData load_beir(const std::string& dir, const std::string& qrels_name, BadRows& bad);
+
+// A qrels score field (blanks around it allowed), or nullopt when it is not a number (the header's "score").
+std::optional<double> parse_qrels_score(std::string_view field);
 
 }  // namespace spread

@@ -6,14 +6,32 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include <torch/types.h>
+
+#include "spread/eval/encoder_eval.h"
 #include "spread/eval/perplexity.h"
 #include "spread/interchange/loaded_run.h"
 
 namespace spread {
 
+// How `run` embeds texts: its length (data.max_length, else the block size), `pooling` ("" = the run's), batch
+// size and device. UserError naming --pooling for an unknown pooling.
+EncoderSpec spec_of(const LoadedRun& run, const std::string& pooling, int64_t batch_size);
+
+// The texts of a .txt file (one a line) or a .jsonl file ("text", "title" prepended when present). UserError naming
+// the file and `option` when it is unreadable, not UTF-8 or empty.
+std::vector<std::string> read_input_texts(const std::string& path, const std::string& option = "--in");
+
+// Embeddings [N, C] (float32, CPU) of `texts` as sentence-transformers' encode makes them: `prompt` prepended (and
+// left out of the pooling when the folder's include_prompt is false), L2-normalised when `normalize` and the run
+// has no sentence-transformers folder or one with a Normalize module. Progress lines name `what`.
+torch::Tensor embed_with_prompt(LoadedRun& run, std::vector<std::string> texts, const EncoderSpec& spec,
+                                const std::string& prompt, bool normalize, const std::string& what);
+
 struct EmbeddingEvalRequest {
   std::string sts;           // STS CSV or SICK.txt ("" = none)
   std::string beir;          // BEIR folder ("" = none)
+  std::string qrels;         // its qrels/<qrels>.tsv ("" = train.tsv when present, else the only one)
   std::string pooling;       // "" = the run's loss.contrastive.pooling
   int64_t batch_size = 64;   // texts per forward pass
   bool per_query = false;    // also each query's BEIR metrics

@@ -28,8 +28,13 @@ struct Checkpoint {
 // The name of the first floating-point tensor holding a NaN or Inf, or nullopt when every value is finite.
 std::optional<std::string> first_non_finite(const Checkpoint& ckpt);
 
-// Writes dir/ckpt/step_XXXXXXXX.ckpt and deletes all but the newest `keep_last` checkpoints.
-std::string save_checkpoint(const std::string& run_dir, const Checkpoint& ckpt, int64_t keep_last);
+// Writes dir/ckpt/step_XXXXXXXX.ckpt and deletes all but the newest `keep_last` checkpoints and the one of step
+// `keep_step` (the best evaluation's, train.keep_best).
+std::string save_checkpoint(const std::string& run_dir, const Checkpoint& ckpt, int64_t keep_last,
+                            std::optional<int64_t> keep_step = std::nullopt);
+
+// dir/ckpt/step_XXXXXXXX.ckpt
+std::string checkpoint_path(const std::string& run_dir, int64_t step);
 
 // Reads one file; throws UserError naming the file and what is wrong with it.
 Checkpoint read_checkpoint(const std::string& path);
