@@ -131,6 +131,29 @@ for seed in $seeds; do
   done
 done
 
+# The SOCM paper's measurement on the real model before and after (the first spread result of the list below).
+texts=$bench_dir/abstracts_1000.txt
+"$python" - "$split/corpus.jsonl" "$texts" <<'PY'
+import json, sys
+with open(sys.argv[1], encoding="utf-8") as f, open(sys.argv[2], "w", encoding="utf-8") as out:
+    for line in list(f)[:1000]:
+        d = json.loads(line)
+        out.write(" ".join((d["title"] + " " + d["text"]).split()) + "\n")
+PY
+for candidate in cached_neg_1 mnrl_neg_1 cached_1 mnrl_1; do
+  tuned=$bench_dir/out_spread_$candidate
+  [[ -d $tuned ]] || continue
+  for which in start tuned; do
+    folder=$model
+    [[ $which == tuned ]] && folder=$tuned
+    build/spread diagnose --model "$folder" --texts "$texts" --layers all --pairs 20000 --out "$bench_dir/socm_$which.json" \
+      > "$bench_dir/socm_$which.log" 2>&1
+  done
+  echo "== SOCM on 1,000 abstracts (20,000 pairs): the starting model, then spread's $candidate"
+  cat "$bench_dir/socm_start.log" "$bench_dir/socm_tuned.log"
+  break
+done
+
 "$python" - "$results" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]

@@ -8,7 +8,7 @@ BatchSamplers.NO_DUPLICATES), from loading the folder to saving the result.
 
 The schedule is spread's (train/schedule.h: linear warmup to lr as (step + 1) / (warmup + 1), then a cosine to 0 at
 the last step), set through a LambdaLR, so that both train with the same learning rates; AdamW with spread's
-betas (0.9, 0.95) and eps 1e-8; scale 20 (temperature 0.05). Prints one JSON line: {"seconds": the whole job, "train_seconds",
+betas (0.9, 0.95), eps 1e-8 and weight-decay groups; scale 20 (temperature 0.05). Prints one JSON line: {"seconds": the whole job, "train_seconds",
 "steps", "pairs", "first_loss", "last_loss"}.
 """
 import argparse
@@ -63,8 +63,11 @@ def main():
     else:
         loss = losses.CachedMultipleNegativesRankingLoss(model, scale=20.0, mini_batch_size=a.mini_batch)
 
-    optimizer = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.95), eps=1e-8,
-                                  weight_decay=a.weight_decay)
+    # spread's groups (train/optimizer.cpp): weight decay on the matrices (dim >= 2), none on norms and biases.
+    params = list(model.parameters())
+    groups = [{"params": [q for q in params if q.dim() >= 2], "weight_decay": a.weight_decay},
+              {"params": [q for q in params if q.dim() < 2], "weight_decay": 0.0}]
+    optimizer = torch.optim.AdamW(groups, lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
 
     def spread_schedule(step):
         if step < a.warmup_steps:
