@@ -19,11 +19,6 @@ import sys
 import time
 
 
-def read_jsonl(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--model", required=True)
@@ -46,6 +41,7 @@ def main():
     from sentence_transformers.training_args import BatchSamplers, SentenceTransformerTrainingArguments
     from transformers import TrainerCallback
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from beir_io import read_jsonl
     from mine_ref import beir_pairs
 
     torch.set_num_threads(a.threads)

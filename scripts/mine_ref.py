@@ -18,25 +18,12 @@ import json
 import os
 import time
 
-
-def read_jsonl(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+from beir_io import qrels_path, read_jsonl
 
 
 def document_text(doc):
     title, text = doc.get("title") or "", doc.get("text") or ""
     return text if not title else title if not text else title + " " + text
-
-
-def qrels_path(folder, name):
-    if name:
-        return os.path.join(folder, "qrels", name + ".tsv")
-    train = os.path.join(folder, "qrels", "train.tsv")
-    if os.path.exists(train):
-        return train
-    (only,) = [f for f in os.listdir(os.path.join(folder, "qrels")) if f.endswith(".tsv")]
-    return os.path.join(folder, "qrels", only)
 
 
 def beir_pairs(folder, qrels_name):

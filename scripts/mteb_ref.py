@@ -21,6 +21,7 @@ import os
 import numpy as np
 import pytrec_eval
 import scipy.stats
+from beir_io import qrels_path, read_jsonl
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # every model is a local folder: no hub look-ups
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -46,21 +47,6 @@ def sts_score(model, path, batch_size):
     return {"sts_spearman": float(scipy.stats.spearmanr(gold, cosine).statistic), "sts_pairs": len(rows)}
 
 
-def read_jsonl(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def qrels_file(folder, name):
-    if name:
-        return os.path.join(folder, "qrels", name + ".tsv")
-    train = os.path.join(folder, "qrels", "train.tsv")
-    if os.path.exists(train):
-        return train
-    (only,) = [f for f in os.listdir(os.path.join(folder, "qrels")) if f.endswith(".tsv")]
-    return os.path.join(folder, "qrels", only)
-
-
 def read_qrels(path):
     qrels = {}
     with open(path, encoding="utf-8") as f:
@@ -78,7 +64,7 @@ def document_text(doc):
 
 def retrieval_score(model, folder, qrels_name, batch_size):
     corpus = read_jsonl(os.path.join(folder, "corpus.jsonl"))
-    qrels = read_qrels(qrels_file(folder, qrels_name))
+    qrels = read_qrels(qrels_path(folder, qrels_name))
     queries = [q for q in read_jsonl(os.path.join(folder, "queries.jsonl")) if str(q["_id"]) in qrels]
     doc_ids = [str(d["_id"]) for d in corpus]
     docs = torch.from_numpy(encode(model, [document_text(d) for d in corpus], batch_size))
