@@ -17,6 +17,7 @@
 #include "spread/run/setup.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/json_depth.h"
 
 namespace fs = std::filesystem;
 
@@ -320,6 +321,7 @@ NamedTensors read_exported_lm_weights(const std::string& dir, const TransformerC
   const std::string config_path = (fs::path(dir) / "config.json").string();
   auto text = read_whole_file(config_path);
   if (!text) throw user_error(config_path, 0, "", "cannot read the file");
+  refuse_deep_json(*text, config_path);
   const auto config = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded() || !config.is_object())
     throw user_error(config_path, 0, "", "is not a JSON object", "give a Hugging Face model folder");

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -56,6 +57,81 @@ std::optional<std::string> read_whole_file(const std::string& path) {
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+namespace {
+
+const char* kind_of(fs::file_type type) {
+  switch (type) {
+    case fs::file_type::directory: return "a directory";
+    case fs::file_type::fifo: return "a FIFO (named pipe)";
+    case fs::file_type::block:
+    case fs::file_type::character: return "a device";
+    case fs::file_type::socket: return "a socket";
+    default: return "not a regular file";
+  }
+}
+
+UserError not_regular(const std::string& path, fs::file_type type) {
+  return user_error(path, 0, "", std::string("is ") + kind_of(type) + ", where a regular file is expected",
+                    "a model, tokenizer or data folder holds the files themselves: put the file in its place");
+}
+
+fs::file_type type_of(mode_t mode) {
+  if (S_ISREG(mode)) return fs::file_type::regular;
+  if (S_ISDIR(mode)) return fs::file_type::directory;
+  if (S_ISFIFO(mode)) return fs::file_type::fifo;
+  if (S_ISCHR(mode)) return fs::file_type::character;
+  if (S_ISBLK(mode)) return fs::file_type::block;
+  if (S_ISSOCK(mode)) return fs::file_type::socket;
+  return fs::file_type::unknown;
+}
+
+// Up to `size` bytes of `fd` from its start (fewer when the file shrank meanwhile); false on a read error.
+bool read_exactly(int fd, size_t size, std::string& out) {
+  out.resize(size);
+  size_t have = 0;
+  while (have < size) {
+    const ssize_t n = ::read(fd, out.data() + have, size - have);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) break;
+    have += size_t(n);
+  }
+  out.resize(have);
+  return true;
+}
+
+}  // namespace
+
+void require_regular_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;  // missing or unreadable: the reader names it
+  if (!S_ISREG(st.st_mode)) throw not_regular(path, type_of(st.st_mode));
+}
+
+std::optional<std::string> read_regular_file(const std::string& path, uint64_t max_bytes) {
+  require_regular_file(path);  // before open: opening a device can have effects of its own (a tape rewinds)
+  // O_NONBLOCK: a FIFO swapped in after the check opens at once instead of waiting for a writer, then fstat refuses it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  const bool stat_ok = ::fstat(fd, &st) == 0;
+  if (stat_ok && !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw not_regular(path, type_of(st.st_mode));
+  }
+  if (stat_ok && uint64_t(st.st_size) > max_bytes) {
+    ::close(fd);
+    throw user_error(path, 0, "", "is " + std::to_string(st.st_size) + " bytes, more than the " +
+                                      std::to_string(max_bytes) + " that spread reads for such a file",
+                     "check that it is the file the folder should hold");
+  }
+  std::string bytes;
+  const bool read_ok = stat_ok && read_exactly(fd, size_t(st.st_size), bytes);
+  ::close(fd);
+  if (!read_ok) return std::nullopt;
+  return bytes;
 }
 
 UserError filesystem_user_error(const std::string& path, const std::string& doing, const std::error_code& ec) {

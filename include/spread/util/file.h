@@ -3,6 +3,7 @@
 // instead of an uncaught std::filesystem_error (abort): a directory under a file, a read-only mount, a name too
 // long, a full disk. Readers raise their own error when a file is unreadable, since only they know which key or
 // file the user should fix.
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -20,6 +21,17 @@ void refuse_non_file(const std::string& path);
 
 // The file's bytes, or nullopt when it cannot be opened.
 std::optional<std::string> read_whole_file(const std::string& path);
+
+// The files inside a folder that a user downloads (a model, a tokenizer, a BEIR set) are never streamed: a FIFO
+// there would wait forever for a writer, a device (a link to /dev/zero) never ends. require_regular_file refuses
+// anything but a regular file (links followed) with a UserError naming the path and what stands there; a missing
+// path passes, left to the reader, which knows what the folder should hold.
+void require_regular_file(const std::string& path);
+
+// A regular file's bytes, at most `max_bytes` of them: its size is read from the open descriptor (which fstat must
+// show regular, so that a FIFO put in place after the check is refused too, and a growing file is cut at that size)
+// and a larger file is a UserError naming the size and the limit. nullopt when it cannot be opened.
+std::optional<std::string> read_regular_file(const std::string& path, uint64_t max_bytes);
 // The file opened for reading (not open when it cannot be).
 std::ifstream open_input_file(const std::string& path, std::ios::openmode mode = std::ios::binary);
 
