@@ -183,15 +183,14 @@ void check_out_dir(const fs::path& out, const fs::path& run) {
                    "choose a new or empty folder (an earlier export is replaced, nothing else is)");
 }
 
-// Where an export killed between its two renames left the earlier export (".OUT.old.tmp-PID"), it goes back to
-// OUT when OUT is missing; everything else that killed exports left beside OUT is removed.
+// Where an export killed between its two renames left the earlier export (the temporary of "OUT.old"), it goes
+// back to OUT when OUT is missing; everything else that killed exports left beside OUT is removed.
 void clean_up_after_killed_exports(const fs::path& out) {
   const fs::path parent = out.parent_path();
-  const std::string old_prefix = "." + out.filename().string() + ".old.tmp-";
+  const std::string old_name = out.filename().string() + ".old";
   std::error_code ec;
   for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind(old_prefix, 0) == 0 && is_stale_temporary(name) && !fs::exists(out))
+    if (stale_temporary_of(it->path().filename().string()) == old_name && !fs::exists(out))
       rename_file(it->path().string(), out.string());
   }
   remove_stale_temporaries(parent.string());

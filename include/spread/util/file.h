@@ -51,11 +51,11 @@ UserError filesystem_user_error(const std::filesystem::filesystem_error& e);
 
 // Outputs (encode, pool, eval and diagnose --out, export's folder, and the run's own files), one rule for all:
 //   - an existing output is replaced whole: written under a temporary name in the same folder
-//     (".NAME.tmp-PID"), flushed and synced, then renamed over NAME; a failed write or a kill leaves the previous
-//     file as it was and never a partial one under NAME (the temporary is removed on error; one left by a killed
-//     process is removed by remove_stale_temporaries);
-//   - a symbolic link at NAME is refused (UserError), never replaced nor written through; links among the folders
-//     above NAME are followed as any path is.
+//     (".NAME.spread-tmp-HOST-PID"), flushed and synced, then renamed over NAME; a failed write or a kill leaves the
+//     previous file as it was and never a partial one under NAME (the temporary is removed on error; one left by a
+//     killed process is removed by remove_stale_temporaries);
+//   - a symbolic link, a FIFO, a device or a socket at NAME is refused (UserError), never replaced nor written
+//     through; links among the folders above NAME are followed as any path is.
 #include <functional>
 #include <ostream>
 #include <utility>
@@ -74,7 +74,8 @@ void check_output_folder(const std::string& path, const std::string& option);
 // check_output_file, then remove_stale_temporaries of its folder: for a command writing one output file.
 void prepare_output_file(const std::string& path, const std::string& option);
 
-// Removes what killed processes left in `folder`: entries named ".NAME.tmp-PID" whose PID is no live process.
+// Removes what killed processes left in `folder`: entries named as temporary_name names them, made on this host,
+// whose PID is no live process (stale_temporary_of). Nothing else is touched.
 void remove_stale_temporaries(const std::string& folder);
 
 // Writes `path` as promised above; `write` fills the stream (a failed stream is a write error).
@@ -101,9 +102,11 @@ class OutputFileGroup {
   std::vector<std::pair<std::filesystem::path, std::filesystem::path>> pending_;  // temporary, final name
 };
 
-// The temporary name of `path` in this process (".NAME.tmp-PID" in its folder), and whether `name` is such a name
-// of a process that no longer runs.
+// The temporary name of `path` in this process: ".NAME.spread-tmp-HOST-PID" in its folder. The marker keeps the
+// sweep off a user's own files (".notes.tmp-2"), the host off the temporaries of live processes on another machine
+// that shares the folder.
 std::filesystem::path temporary_name(const std::filesystem::path& path);
-bool is_stale_temporary(const std::string& name);
+// NAME, when `name` is the temporary of NAME made on this host by a process that no longer runs; nullopt otherwise.
+std::optional<std::string> stale_temporary_of(const std::string& name);
 
 }  // namespace spread
