@@ -9,7 +9,8 @@
 //   D7  bad values that ended in an uncaught exception (abort): UserError, exit 2
 //   D9  a FIFO at an --out name: refused, never replaced
 //   D10 the sweep of stale temporaries: spread's own of this host only, never a user's file
-//   D11 a dimension of 2^64 - 1; D14 a size of 0; D16 module paths and shard names outside the folder;
+//   D11 a dimension of 2^64 - 1; D12 a key projection of the wrong shape; D14 a size of 0; D16 module paths and
+//   shard names outside the folder;
 //   D17 a symbolic link at tokenize's --out; D18 a negative epsilon
 // A command that could hang runs under `timeout`, so that a defect fails its test instead of stalling the suite. The
 // tests run the binary (not the library in-process), so that SPREAD_TEST_BINARY=<an older build> shows them fail.
@@ -339,6 +340,18 @@ TEST_F(UntrustedInput, ASafetensorsDimensionOfTwoToThe64IsRefused) {
   std::ofstream(f / "model.safetensors", std::ios::binary | std::ios::trunc)
       << safetensors_file(R"({"x":{"dtype":"F32","shape":[0,18446744073709551615],"data_offsets":[0,0]}})", "");
   expect_refused(bounded_spread(encode(f)), "model.safetensors", "not a size");
+}
+
+// D12: torch::cat failed with exit 1, naming neither the file nor the tensor.
+TEST_F(UntrustedInput, AKeyProjectionOfTheWrongShapeIsNamed) {
+  const fs::path f = folder("st");
+  const std::string weights = (f / "model.safetensors").string();
+  auto tensors = spread::read_safetensors(weights);
+  const std::string key = "encoder.layer.0.attention.self.key.weight";
+  ASSERT_EQ(tensors.count(key), 1u);
+  tensors[key] = torch::zeros({tensors[key].size(0), tensors[key].size(1) + 1});
+  spread::write_safetensors(weights, tensors);
+  expect_refused(bounded_spread(encode(f)), "model.safetensors", key);
 }
 
 TEST_F(UntrustedInput, ModulePathsAndShardNamesStayInsideTheFolder) {

@@ -284,8 +284,16 @@ std::string put_bert_embeddings(NamedTensors& out, const HfTensors& hf) {
 void put_attention(NamedTensors& out, const HfTensors& hf, const std::string& h, const std::string& s) {
   for (const std::string& part : {"weight", "bias"}) {
     std::vector<torch::Tensor> qkv;
-    for (const std::string& which : {"query", "key", "value"})
-      qkv.push_back(hf.get(h + "attention.self." + which + "." + part));
+    for (const std::string& which : {"query", "key", "value"}) {
+      const std::string name = h + "attention.self." + which + "." + part;
+      const torch::Tensor& t = hf.get(name);
+      if (!qkv.empty() && !t.sizes().equals(qkv[0].sizes()))  // before cat, which would fail without naming it
+        throw user_error(hf.source(), 0, name, fmt::format("has shape {} but the query's {} is {}",
+                                                           fmt::join(t.sizes().vec(), "x"), part,
+                                                           fmt::join(qkv[0].sizes().vec(), "x")),
+                         "was the folder saved by transformers with this config.json?");
+      qkv.push_back(t);
+    }
     put(out, s + "attn.qkv." + part, torch::cat(qkv, 0));
   }
   put_linear(out, hf, h + "attention.output.dense", s + "attn.proj");
