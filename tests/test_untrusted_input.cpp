@@ -11,7 +11,7 @@
 //   D10 the sweep of stale temporaries: spread's own of this host only, never a user's file
 //   D11 a dimension of 2^64 - 1; D12 a key projection of the wrong shape; D14 a size of 0; D16 module paths and
 //   shard names outside the folder;
-//   D17 a symbolic link at tokenize's --out; D18 a negative epsilon
+//   D17 a symbolic link at tokenize's --out; D18 a negative epsilon; D19 a folder's text length below 3
 // A command that could hang runs under `timeout`, so that a defect fails its test instead of stalling the suite. The
 // tests run the binary (not the library in-process), so that SPREAD_TEST_BINARY=<an older build> shows them fail.
 #include <gtest/gtest.h>
@@ -387,6 +387,21 @@ TEST_F(UntrustedInput, ZeroSizesAndNonPositiveEpsilonsAreRefused) {
     std::ofstream(f / "config.json", std::ios::trunc) << config.dump();
     expect_refused(bounded_spread(encode(f)), "config.json", c.problem);
   }
+}
+
+// D19: a length of 1 or 2 keeps only [CLS] and [SEP], so that every text got the same vector, with exit 0.
+TEST_F(UntrustedInput, AFoldersTextLengthBelowThreeIsRefused) {
+  const fs::path st = folder("st");
+  auto sbert = nlohmann::json::parse(std::ifstream(st / "sentence_bert_config.json"));
+  sbert["max_seq_length"] = 2;
+  std::ofstream(st / "sentence_bert_config.json", std::ios::trunc) << sbert.dump();
+  expect_refused(bounded_spread(encode(st)), "sentence_bert_config.json", "at least 3");
+  const fs::path pylate = folder("pylate");
+  auto colbert = nlohmann::json::parse(std::ifstream(pylate / "config_sentence_transformers.json"));
+  colbert["document_length"] = 1;
+  std::ofstream(pylate / "config_sentence_transformers.json", std::ios::trunc) << colbert.dump();
+  expect_refused(bounded_spread("eval --model " + pylate.string() + " --beir " + kBeir), "document_length",
+                 "at least 3");
 }
 
 // --- D9, D10, D17: outputs ----------------------------------------------------------------------------------------

@@ -90,6 +90,17 @@ int64_t size_key(const json& config, const std::string& key, const std::string& 
   return n;
 }
 
+// A text length of a sentence-transformers or PyLate folder. [CLS] and [SEP] frame every text: below 3 no token of
+// the text is left and every text gets the same vector (the recipe's data.max_length has the same rule).
+int64_t text_length_key(const json& config, const std::string& key, const std::string& path, int64_t fallback) {
+  const int64_t n = size_key(config, key, path, fallback);
+  if (n < 3)
+    throw user_error(path, 0, key, fmt::format("is {}, which leaves no room for a text token between [CLS] and "
+                                               "[SEP]: every text would get the same vector", n),
+                     "at least 3");
+  return n;
+}
+
 // An epsilon or a rotary base: a value <= 0 gave NaN outputs with exit 0.
 double positive_key(const json& config, const std::string& key, const std::string& path, double fallback) {
   const double x = float_key(config, key, path, fallback);
@@ -547,8 +558,8 @@ ColbertModules read_colbert_config(const json& c, const std::string& path) {
   ColbertModules m;
   m.query_prefix = string_key(c, "query_prefix", m.query_prefix);
   m.document_prefix = string_key(c, "document_prefix", m.document_prefix);
-  m.query_length = size_key(c, "query_length", path, m.query_length);
-  m.document_length = size_key(c, "document_length", path, m.document_length);
+  m.query_length = text_length_key(c, "query_length", path, m.query_length);
+  m.document_length = text_length_key(c, "document_length", path, m.document_length);
   m.query_expansion = bool_key(c, "do_query_expansion", path, true);
   require(!bool_key(c, "attend_to_expansion_tokens", path, false), path, "attend_to_expansion_tokens", true, "false");
   require(!m.query_prefix.empty() && !m.document_prefix.empty(), path, "query_prefix", m.query_prefix,
@@ -601,7 +612,8 @@ StModules read_sentence_modules(const std::string& dir) {
   for (const std::string& where : {out.transformer_path, dir}) {
     if (auto c = read_optional_json(path_in(where, "sentence_bert_config.json"))) {
       const std::string sbert = path_in(where, "sentence_bert_config.json");
-      out.info.max_seq_length = int_key(*c, "max_seq_length", sbert, 0);
+      const bool given = c->contains("max_seq_length") && !(*c)["max_seq_length"].is_null();
+      out.info.max_seq_length = given ? text_length_key(*c, "max_seq_length", sbert, 0) : 0;  // 0: the model's
       out.info.lowercase = bool_key(*c, "do_lower_case", sbert, false);
       out.lowercase_source = sbert;
       break;
