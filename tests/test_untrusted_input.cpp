@@ -11,7 +11,8 @@
 //   D10 the sweep of stale temporaries: spread's own of this host only, never a user's file
 //   D11 a dimension of 2^64 - 1; D12 a key projection of the wrong shape; D14 a size of 0; D16 module paths and
 //   shard names outside the folder;
-//   D17 a symbolic link at tokenize's --out; D18 a negative epsilon; D19 a folder's text length below 3
+//   D17 a symbolic link at tokenize's --out; D18 a negative epsilon; D19 a folder's text length below 3;
+//   D22 invalid UTF-8 in diagnose's texts
 // A command that could hang runs under `timeout`, so that a defect fails its test instead of stalling the suite. The
 // tests run the binary (not the library in-process), so that SPREAD_TEST_BINARY=<an older build> shows them fail.
 #include <gtest/gtest.h>
@@ -402,6 +403,14 @@ TEST_F(UntrustedInput, AFoldersTextLengthBelowThreeIsRefused) {
   std::ofstream(pylate / "config_sentence_transformers.json", std::ios::trunc) << colbert.dump();
   expect_refused(bounded_spread("eval --model " + pylate.string() + " --beir " + kBeir), "document_length",
                  "at least 3");
+}
+
+// D22: the tokenizer refused the line without naming the file or the line.
+TEST_F(UntrustedInput, DiagnoseNamesTheLineOfInvalidUtf8) {
+  std::ofstream(out_ / "bad.txt") << "the cells\nthe \xff brain\nthe gene\n";
+  expect_refused(bounded_spread("diagnose --run " + (*dir_ / "st").string() + " --texts " +
+                                (out_ / "bad.txt").string()),
+                 (out_ / "bad.txt").string() + ":2", "UTF-8");
 }
 
 // --- D9, D10, D17: outputs ----------------------------------------------------------------------------------------
