@@ -9,7 +9,7 @@
 //   D7  bad values that ended in an uncaught exception (abort): UserError, exit 2
 //   D9  a FIFO at an --out name: refused, never replaced
 //   D10 the sweep of stale temporaries: spread's own of this host only, never a user's file
-//   D11 a dimension of 2^64 - 1; D12 a key projection of the wrong shape; D14 a size of 0; D16 module paths and
+//   D11 a dimension of 2^64 - 1; D15 a PyLate length past the positions; D12 a key projection of the wrong shape; D14 a size of 0; D16 module paths and
 //   shard names outside the folder;
 //   D17 a symbolic link at tokenize's --out; D18 a negative epsilon; D19 a folder's text length below 3;
 //   D22 invalid UTF-8 in diagnose's texts
@@ -403,6 +403,16 @@ TEST_F(UntrustedInput, AFoldersTextLengthBelowThreeIsRefused) {
   std::ofstream(pylate / "config_sentence_transformers.json", std::ios::trunc) << colbert.dump();
   expect_refused(bounded_spread("eval --model " + pylate.string() + " --beir " + kBeir), "document_length",
                  "at least 3");
+}
+
+// D15: a PyLate length past the model's positions failed mid-run with exit 1 (train refused it).
+TEST_F(UntrustedInput, APyLateLengthPastThePositionsIsRefused) {
+  const fs::path pylate = folder("pylate");
+  auto colbert = nlohmann::json::parse(std::ifstream(pylate / "config_sentence_transformers.json"));
+  colbert["document_length"] = 100000;
+  std::ofstream(pylate / "config_sentence_transformers.json", std::ios::trunc) << colbert.dump();
+  expect_refused(bounded_spread("eval --model " + pylate.string() + " --beir " + kBeir), "document_length",
+                 "positions");
 }
 
 // D22: the tokenizer refused the line without naming the file or the line.

@@ -685,6 +685,14 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
                        fmt::format("is {} but the encoder is {} wide", head.size(1), folder.config.n_embd));
     folder.config.head_dim = head.size(0);
   }
+  // Checked here for every command, as train's recipe check does: eval and calibrate failed mid-run with exit 1.
+  if (folder.colbert)
+    for (const auto& [key, length] : {std::pair{"query_length", folder.colbert->query_length},
+                                      std::pair{"document_length", folder.colbert->document_length}})
+      if (length > folder.config.block_size)
+        throw user_error(path_in(dir, "config_sentence_transformers.json"), 0, key,
+                         fmt::format("is {}, longer than the model's {} positions", length, folder.config.block_size),
+                         "lower it to at most " + std::to_string(folder.config.block_size));
   if (with_weights) {
     NamedTensors raw = read_weights(folder.model_dir);
     folder.weights = megatron ? megatron_bert_weights(HfTensors(std::move(raw), config_path), folder.config)
