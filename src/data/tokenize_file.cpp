@@ -130,7 +130,8 @@ class AtomicOutput {
  public:
   explicit AtomicOutput(std::string path) : path_(std::move(path)) {
     if (path_.empty()) return;
-    check_output_file(path_, "--out");  // no link, FIFO, device or folder at the name (util/file.h)
+    // No link, FIFO, device or folder at the name, and what killed runs left beside it removed (util/file.h).
+    prepare_output_file(path_, "--out");
     tmp_ = temporary_name(path_).string();
     file_.open(tmp_, std::ios::binary | std::ios::trunc);
     if (!file_) throw user_error(path_, 0, "--out", "cannot write here", "check that its folder exists and is writable");
