@@ -188,8 +188,12 @@ TEST_F(UntrustedInput, DeepJsonInAFoldersFilesIsRefusedNamingTheFile) {
 TEST_F(UntrustedInput, InitFromAFolderWithDeepJsonLeavesNoRunDirectory) {
   const fs::path f = folder("st");
   add_deep_value(f / "config.json");
-  const auto r = bounded_spread("train " + (*dir_ / "st.toml").string() + " --set run.name=from_deep" +
-                                " --set run.out_dir=" + out_.string() + " --set train.init_from=" + f.string());
+  // No tokenizer or model keys: the folder decides them.
+  std::ofstream(out_ / "r.toml") << "[run]\nname = \"from_deep\"\nout_dir = \"" << out_.string() << "\"\n"
+                                 << "[data]\nsource = \"pairs\"\npath = \"" << (*dir_ / "pairs.tsv").string() << "\"\n"
+                                 << "[train]\nobjective = \"contrastive\"\nmax_steps = 1\ninit_from = \""
+                                 << f.string() << "\"\n";
+  const auto r = bounded_spread("train " + (out_ / "r.toml").string());
   expect_refused(r, "config.json", "nested more than 128");
   EXPECT_FALSE(fs::exists(out_ / "from_deep"));
 }
