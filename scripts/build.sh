@@ -6,6 +6,9 @@
 #                                     # ./build-libtorch2
 #   scripts/build.sh --libtorch=DIR   # against the LibTorch whose CMake prefix is DIR (an unpacked libtorch/, or
 #                                     # a torch package folder), in ./build-libtorch2 (SPREAD_BUILD_DIR overrides)
+#   scripts/build.sh --sanitize       # AddressSanitizer + UndefinedBehaviorSanitizer (optimised, with debug info),
+#                                     # against Debian's LibTorch, in ./build-asan; run the readers' tests with
+#                                     # scripts/test_sanitize.sh (LibTorch itself is not instrumented)
 # With ccache installed (scripts/install_deps.sh --optional adds it), compiles go through it, so that rebuilding a
 # build folder after a clean or a branch switch takes seconds per file instead of the ~16 s of a LibTorch TU.
 # It helps a rebuild of the same folder only. No compile definition holds a path of the clone any more (the shim's
@@ -16,7 +19,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build
 prefix=()
-if [[ "${1:-}" == --libtorch=* ]]; then
+build_type=Release
+sanitize=()
+if [[ "${1:-}" == --sanitize ]]; then
+  shift
+  build=build-asan
+  build_type=RelWithDebInfo
+  sanitize=(-DSPREAD_SANITIZE=ON)
+elif [[ "${1:-}" == --libtorch=* ]]; then
   libtorch=${1#--libtorch=}
   shift
   build=build-libtorch2
@@ -50,5 +60,6 @@ generator=()
 if [[ ! -f $build/CMakeCache.txt ]] && command -v ninja > /dev/null; then
   generator=(-G Ninja)
 fi
-cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" "${launcher[@]}" >/dev/null
+cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE="$build_type" "${prefix[@]}" "${sanitize[@]}" \
+  "${launcher[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)" "$@"

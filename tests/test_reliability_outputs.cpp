@@ -203,7 +203,9 @@ TEST_F(ReliabilityOutputs, ExportLeavesNoTemporaryFolderAfterAWriteError) {
 }
 
 TEST_F(ReliabilityOutputs, ExportRemovesTemporaryFoldersOfDeadProcessesOnly) {
-  const std::string dead = fmt::format(".pl.tmp-{}", dead_pid()), live = fmt::format(".pl.tmp-{}", ::getpid());
+  // The temporary names spread gives (util/file.h), of this test's process (live) and of an ended one (dead).
+  const std::string live = spread::temporary_name(out_ / "pl").filename().string();
+  const std::string dead = live.substr(0, live.rfind('-') + 1) + std::to_string(dead_pid());
   for (const auto& name : {dead, live}) {
     fs::create_directories(out_ / name);
     std::ofstream(out_ / name / "model.safetensors") << "partial";

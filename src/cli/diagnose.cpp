@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "options.h"
 #include "spread/data/npy.h"
+#include "spread/data/tokenizer.h"
 #include "spread/data/wordnet.h"
 #include "spread/diagnostics/report.h"
 #include "spread/interchange/loaded_run.h"
@@ -37,13 +38,19 @@ int64_t parse_pairs(const std::string& s) {
   return n;
 }
 
-// One text per non-blank line (first max_texts; 0 = all), or the wordnet glosses.
+// One text per non-blank line (first max_texts; 0 = all), or the wordnet glosses. A line that is not UTF-8 is named
+// here, by file and line: the tokenizer that would refuse it later knows only the text.
 std::vector<std::string> read_texts(const std::string& spec, size_t max_texts, uint64_t seed) {
   if (spec == "wordnet") return load_wordnet_texts(max_texts, seed);
   std::ifstream in = open_input_file(spec, std::ios::in);
   if (!in) throw user_error(spec, 0, "--texts", "cannot open the texts file", "one text per line, or --texts wordnet");
   std::vector<std::string> texts;
+  int line_no = 0;
   for (std::string line; std::getline(in, line) && (max_texts == 0 || texts.size() < max_texts);) {
+    ++line_no;
+    if (const int64_t bad = first_invalid_utf8(line); bad >= 0)
+      throw user_error(spec, line_no, "--texts", fmt::format("invalid UTF-8 at byte {} of the line", bad),
+                       "save the texts as UTF-8");
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") != std::string::npos) texts.push_back(line);
   }

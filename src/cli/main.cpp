@@ -90,5 +90,10 @@ int main(int argc, char** argv) {
   } catch (const c10::Error& e) {
     fmt::print(stderr, "error (LibTorch): {}\n", e.what_without_backtrace());
     return 1;
+  } catch (const std::exception& e) {
+    // Bad input is a UserError (exit 2) wherever spread knows it; anything else that escapes is spread's own defect,
+    // reported in one line with exit 1 instead of an abort and a core dump.
+    fmt::print(stderr, "error (internal, please report it): {}\n", e.what());
+    return 1;
   }
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <unordered_map>
 
@@ -13,6 +14,7 @@
 #include "spread/util/csv.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/json_depth.h"
 
 namespace spread {
 namespace {
@@ -21,8 +23,9 @@ using nlohmann::json;
 
 const char* const kLayoutHint = "a BEIR folder holds corpus.jsonl, queries.jsonl and qrels/NAME.tsv";
 
+// Any size: a BEIR corpus is data (MS MARCO's is 3 GB). A regular file only (util/file.h), as in a model folder.
 std::string read_beir_file(const fs::path& path) {
-  auto text = read_whole_file(path.string());
+  auto text = read_regular_file(path.string(), std::numeric_limits<uint64_t>::max());
   if (!text) throw user_error(path.string(), 0, "", "cannot read this file", kLayoutHint);
   return *text;
 }
@@ -58,6 +61,10 @@ void for_each_object(const fs::path& path, BadRows& bad, Fn&& fn) {
     const std::string_view view = line;
     if (int64_t at = first_invalid_utf8(std::string(view)); at >= 0) {
       bad.add(path.string(), number, "invalid UTF-8 at byte " + std::to_string(at) + " of the line");
+      continue;
+    }
+    if (json_too_deep(view)) {
+      bad.add(path.string(), number, "JSON nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
       continue;
     }
     json obj = json::parse(view.begin(), view.end(), nullptr, /*allow_exceptions=*/false);

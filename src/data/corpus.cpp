@@ -13,6 +13,7 @@
 #include "spread/data/wordnet.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/json_depth.h"
 
 namespace spread {
 namespace {
@@ -68,6 +69,7 @@ void append_text_documents(const std::string& text, std::vector<std::string>& ou
 }  // namespace
 
 std::string jsonl_document(const std::string& line, const std::string& file, int line_no, const std::string& key) {
+  refuse_deep_json(line, file, line_no);
   nlohmann::json doc = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (!doc.is_object() || !doc.contains("text") || !doc["text"].is_string())
     throw user_error(file, line_no, key, "not a JSON object with a string field \"text\"",

@@ -10,6 +10,7 @@
 #include "spread/data/hf/tokenizer.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/json_depth.h"
 
 namespace fs = std::filesystem;
 
@@ -66,6 +67,7 @@ class HfRunTokenizer final : public Tokenizer {
     const fs::path meta_path = fs::path(run_dir) / "tokenizer.json";
     auto bytes = read_whole_file(meta_path.string());
     if (!bytes) throw user_error(meta_path.string(), 0, "", "cannot read the tokenizer description just written");
+    refuse_deep_json(*bytes, meta_path.string());
     nlohmann::json meta = nlohmann::json::parse(*bytes);
     meta["source"] = fs::absolute(source_).lexically_normal().string();
     if (!options_.query.empty()) {

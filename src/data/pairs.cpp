@@ -24,6 +24,7 @@
 #include "spread/util/csv.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/json_depth.h"
 
 namespace spread {
 namespace {
@@ -219,6 +220,10 @@ std::vector<PairExample> read_jsonl_pairs(const std::string& path, const PairSou
     if (is_blank(line)) continue;
     if (int64_t at = first_invalid_utf8(std::string(line)); at >= 0) {
       bad.add(path, number, "invalid UTF-8 at byte " + std::to_string(at) + " of the line");
+      continue;
+    }
+    if (json_too_deep(line)) {
+      bad.add(path, number, "JSON nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
       continue;
     }
     ordered_json obj = ordered_json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
@@ -719,6 +724,9 @@ std::vector<StsPair> load_sts_csv(const std::string& path) {
     });
   }
   if (pairs.empty()) throw user_error(path, 0, "", "no sentence pairs in this STS file");
+  if (pairs.size() < 2)
+    throw user_error(path, 0, "", "holds one sentence pair; Spearman's correlation needs at least 2",
+                     "give the whole STS file");
   return pairs;
 }
 

@@ -9,6 +9,7 @@
 
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/json_depth.h"
 
 namespace fs = std::filesystem;
 
@@ -80,6 +81,7 @@ class SpecialTokenizer : public Tokenizer {
     const fs::path meta_path = fs::path(run_dir) / "tokenizer.json";
     auto bytes = read_whole_file(meta_path.string());
     if (!bytes) throw user_error(meta_path.string(), 0, "", "cannot read the tokenizer description just written");
+    refuse_deep_json(*bytes, meta_path.string());
     nlohmann::json meta = nlohmann::json::parse(*bytes);
     nlohmann::json names;
     for (int i = 0; i < count_; ++i) names[kSpecialTokenNames[size_t(i)]] = ids_.pad + i;

@@ -22,6 +22,7 @@
 #include "spread/log/progress.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/json_depth.h"
 
 namespace fs = std::filesystem;
 
@@ -47,6 +48,7 @@ struct LineTokenizer {
 };
 
 std::optional<BatchPadding> batch_padding_of(const std::string& tokenizer_json) {
+  if (json_too_deep(tokenizer_json)) return std::nullopt;  // the tokenizer's own reader refuses it
   const auto doc = nlohmann::json::parse(tokenizer_json, nullptr, /*allow_exceptions=*/false);
   if (!doc.is_object() || !doc.contains("padding") || !doc["padding"].is_object()) return std::nullopt;
   const auto& p = doc["padding"];
@@ -72,6 +74,7 @@ bool is_run_directory(const fs::path& path) {
   if (!fs::is_directory(path) || !fs::exists(path / "tokenizer.json")) return false;
   const auto bytes = read_whole_file((path / "tokenizer.json").string());
   if (!bytes) return false;
+  refuse_deep_json(*bytes, (path / "tokenizer.json").string());
   const auto doc = nlohmann::json::parse(*bytes, nullptr, /*allow_exceptions=*/false);
   return doc.is_object() && doc.contains("kind") && !doc.contains("model");
 }
@@ -108,6 +111,7 @@ std::vector<std::string> read_lines(const std::string& path) {
 
 // "[101, 7592, 102]" of a line in decode mode; UserError (without the place, which the caller adds) otherwise.
 Ids parse_ids(const std::string& line) {
+  if (json_too_deep(line)) throw UserError("JSON nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
   const auto doc = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (!doc.is_array()) throw UserError("not a JSON list of ids (expected e.g. [101, 7592, 102])");
   Ids ids;
@@ -126,7 +130,9 @@ class AtomicOutput {
  public:
   explicit AtomicOutput(std::string path) : path_(std::move(path)) {
     if (path_.empty()) return;
-    tmp_ = fmt::format("{}.tmp{}", path_, ::getpid());
+    // No link, FIFO, device or folder at the name, and what killed runs left beside it removed (util/file.h).
+    prepare_output_file(path_, "--out");
+    tmp_ = temporary_name(path_).string();
     file_.open(tmp_, std::ios::binary | std::ios::trunc);
     if (!file_) throw user_error(path_, 0, "--out", "cannot write here", "check that its folder exists and is writable");
   }

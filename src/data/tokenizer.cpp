@@ -14,6 +14,7 @@
 
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/json_depth.h"
 
 namespace spread {
 namespace fs = std::filesystem;
@@ -109,7 +110,9 @@ std::string read_file(const std::string& path) {
 
 nlohmann::json parse_json(const std::string& path) {
   try {
-    return nlohmann::json::parse(read_file(path));
+    const std::string text = read_file(path);
+    refuse_deep_json(text, path);
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw user_error(path, 0, "", std::string("not valid JSON: ") + e.what());
   }

@@ -17,6 +17,7 @@
 #include "spread/run/setup.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/json_depth.h"
 
 namespace fs = std::filesystem;
 
@@ -182,15 +183,14 @@ void check_out_dir(const fs::path& out, const fs::path& run) {
                    "choose a new or empty folder (an earlier export is replaced, nothing else is)");
 }
 
-// Where an export killed between its two renames left the earlier export (".OUT.old.tmp-PID"), it goes back to
-// OUT when OUT is missing; everything else that killed exports left beside OUT is removed.
+// Where an export killed between its two renames left the earlier export (the temporary of "OUT.old"), it goes
+// back to OUT when OUT is missing; everything else that killed exports left beside OUT is removed.
 void clean_up_after_killed_exports(const fs::path& out) {
   const fs::path parent = out.parent_path();
-  const std::string old_prefix = "." + out.filename().string() + ".old.tmp-";
+  const std::string old_name = out.filename().string() + ".old";
   std::error_code ec;
   for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind(old_prefix, 0) == 0 && is_stale_temporary(name) && !fs::exists(out))
+    if (stale_temporary_of(it->path().filename().string()) == old_name && !fs::exists(out))
       rename_file(it->path().string(), out.string());
   }
   remove_stale_temporaries(parent.string());
@@ -320,6 +320,7 @@ NamedTensors read_exported_lm_weights(const std::string& dir, const TransformerC
   const std::string config_path = (fs::path(dir) / "config.json").string();
   auto text = read_whole_file(config_path);
   if (!text) throw user_error(config_path, 0, "", "cannot read the file");
+  refuse_deep_json(*text, config_path);
   const auto config = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded() || !config.is_object())
     throw user_error(config_path, 0, "", "is not a JSON object", "give a Hugging Face model folder");

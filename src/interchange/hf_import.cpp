@@ -6,14 +6,18 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "spread/interchange/hf_layout.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/json_depth.h"
 
 namespace fs = std::filesystem;
 
@@ -22,15 +26,35 @@ namespace {
 
 using json = nlohmann::json;
 
+// Limits of this reader (docs/untrusted_input.md). Every file of a folder is a regular file (util/file.h:
+// require_regular_file); a JSON file (config.json, modules.json, a module's config, an index of shards) is at most
+// this many bytes and nested at most kMaxJsonDepth deep. The largest index of shards of a public model is a few MB.
+constexpr uint64_t kMaxJsonFileBytes = uint64_t(64) << 20;
+
 const char* const kSupported =
     "BertModel, BertForMaskedLM, BertForPreTraining, MegatronBertModel, GPT2LMHeadModel, GPT2Model, LlamaForCausalLM, "
     "ModernBertModel, ModernBertForMaskedLM";
 
 std::string path_in(const std::string& dir, const std::string& name) { return (fs::path(dir) / name).string(); }
 
+// A name that one of a folder's files gives for another (a module's path in modules.json, a shard of the index):
+// relative and without "..", so that a downloaded folder cannot make spread read outside it (a shard named
+// /etc/passwd was read, and its first bytes echoed in the error). Links inside the folder are followed: the Hugging
+// Face cache links every file to its blob.
+std::string path_inside(const std::string& dir, const std::string& name, const std::string& file,
+                        const std::string& key) {
+  const fs::path p(name);
+  const bool leaves = p.is_absolute() || std::any_of(p.begin(), p.end(), [](const fs::path& s) { return s == ".."; });
+  if (leaves)
+    throw user_error(file, 0, key, "names '" + name + "', which is outside the folder",
+                     "a folder names its own files by paths inside it");
+  return path_in(dir, name);
+}
+
 json read_json_object(const std::string& path) {
-  auto text = read_whole_file(path);
+  auto text = read_regular_file(path, kMaxJsonFileBytes);
   if (!text) throw user_error(path, 0, "", "cannot read the file", "give a Hugging Face model folder");
+  refuse_deep_json(*text, path);
   auto value = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded() || !value.is_object()) throw user_error(path, 0, "", "is not a JSON object");
   return value;
@@ -56,6 +80,33 @@ double float_key(const json& config, const std::string& key, const std::string& 
   if (!config.contains(key) || config[key].is_null()) return fallback;
   if (!config[key].is_number()) throw user_error(path, 0, key, "is " + config[key].dump() + ", not a number");
   return config[key].get<double>();
+}
+
+// A size (a width, a count of layers, heads, positions or tokens): 0 made LibTorch fail mid-run with exit 1.
+int64_t size_key(const json& config, const std::string& key, const std::string& path,
+                 std::optional<int64_t> fallback = std::nullopt) {
+  const int64_t n = int_key(config, key, path, fallback);
+  if (n < 1) throw user_error(path, 0, key, "is 0, not a size", "a config.json saved by transformers has it >= 1");
+  return n;
+}
+
+// A text length of a sentence-transformers or PyLate folder. [CLS] and [SEP] frame every text: below 3 no token of
+// the text is left and every text gets the same vector (the recipe's data.max_length has the same rule).
+int64_t text_length_key(const json& config, const std::string& key, const std::string& path, int64_t fallback) {
+  const int64_t n = size_key(config, key, path, fallback);
+  if (n < 3)
+    throw user_error(path, 0, key, fmt::format("is {}, which leaves no room for a text token between [CLS] and "
+                                               "[SEP]: every text would get the same vector", n),
+                     "at least 3");
+  return n;
+}
+
+// An epsilon or a rotary base: a value <= 0 gave NaN outputs with exit 0.
+double positive_key(const json& config, const std::string& key, const std::string& path, double fallback) {
+  const double x = float_key(config, key, path, fallback);
+  if (!(x > 0) || !std::isfinite(x))
+    throw user_error(path, 0, key, "is " + config[key].dump() + ", not a positive number");
+  return x;
 }
 
 // nlohmann's value() throws a type_error (an abort, not exit 2) when the stored type differs: read typed.
@@ -87,6 +138,7 @@ bool tanh_gelu(const std::string& act, const std::string& path, const std::strin
 // --- weights -------------------------------------------------------------------------------------------------
 
 void refuse_lfs_pointer(const std::string& path) {
+  require_regular_file(path);  // a FIFO would hang this read (and the safetensors reader takes pipes)
   std::ifstream in(path, std::ios::binary);
   std::string head(64, '\0');
   in.read(head.data(), std::streamsize(head.size()));
@@ -102,9 +154,19 @@ NamedTensors widened(NamedTensors tensors) {
   return tensors;
 }
 
+// NaN or infinite weights make every output NaN, which later stages (ward pooling, the metrics) met as an internal
+// error or printed as a result: refused here, naming the file and the tensor.
+void refuse_non_finite(const NamedTensors& tensors, const std::string& path) {
+  for (const auto& [name, t] : tensors)
+    if (t.is_floating_point() && !torch::isfinite(t).all().item<bool>())
+      throw user_error(path, 0, name, "holds NaN or infinite values", "the file is damaged: download it again");
+}
+
 NamedTensors read_weight_file(const std::string& path) {
   refuse_lfs_pointer(path);
-  return widened(read_safetensors(path));
+  NamedTensors tensors = widened(read_safetensors(path));
+  refuse_non_finite(tensors, path);
+  return tensors;
 }
 
 NamedTensors read_weights(const std::string& dir) {
@@ -121,7 +183,7 @@ NamedTensors read_weights(const std::string& dir) {
     }
     NamedTensors all;
     for (const auto& shard : shards) {
-      const std::string shard_path = path_in(dir, shard);
+      const std::string shard_path = path_inside(dir, shard, index, "weight_map");
       if (!fs::exists(shard_path))
         throw user_error(index, 0, "weight_map", "names " + shard + ", which is not in the folder");
       for (auto& [name, t] : read_weight_file(shard_path)) all[name] = t;
@@ -176,12 +238,12 @@ class HfTensors {
 // The shape keys BERT and Llama configs share (transformers' names), with the head count checked.
 TransformerConfig shape_of(const json& c, const std::string& path) {
   TransformerConfig cfg;
-  cfg.vocab_size = int_key(c, "vocab_size", path);
-  cfg.n_layer = int_key(c, "num_hidden_layers", path);
-  cfg.n_head = int_key(c, "num_attention_heads", path);
-  cfg.n_embd = int_key(c, "hidden_size", path);
-  cfg.block_size = int_key(c, "max_position_embeddings", path);
-  cfg.intermediate_size = int_key(c, "intermediate_size", path);
+  cfg.vocab_size = size_key(c, "vocab_size", path);
+  cfg.n_layer = size_key(c, "num_hidden_layers", path);
+  cfg.n_head = size_key(c, "num_attention_heads", path);
+  cfg.n_embd = size_key(c, "hidden_size", path);
+  cfg.block_size = size_key(c, "max_position_embeddings", path);
+  cfg.intermediate_size = size_key(c, "intermediate_size", path);
   require(cfg.n_head > 0 && cfg.n_embd % cfg.n_head == 0, path, "num_attention_heads", cfg.n_head,
           "a divisor of hidden_size");
   return cfg;
@@ -194,7 +256,7 @@ TransformerConfig bert_config(const json& c, const std::string& path, bool mlm_h
   require(!bool_key(c, "add_cross_attention", path, false), path, "add_cross_attention", true, "false");
   TransformerConfig cfg = shape_of(c, path);
   cfg.type_vocab_size = int_key(c, "type_vocab_size", path, 2);
-  cfg.layer_norm_eps = float_key(c, "layer_norm_eps", path, 1e-12);
+  cfg.layer_norm_eps = positive_key(c, "layer_norm_eps", path, 1e-12);
   cfg.gelu_tanh = tanh_gelu(string_key(c, "hidden_act", "gelu"), path, "hidden_act");
   require(cfg.type_vocab_size > 0, path, "type_vocab_size", cfg.type_vocab_size, "at least 1");
   cfg.causal = false;
@@ -233,8 +295,16 @@ std::string put_bert_embeddings(NamedTensors& out, const HfTensors& hf) {
 void put_attention(NamedTensors& out, const HfTensors& hf, const std::string& h, const std::string& s) {
   for (const std::string& part : {"weight", "bias"}) {
     std::vector<torch::Tensor> qkv;
-    for (const std::string& which : {"query", "key", "value"})
-      qkv.push_back(hf.get(h + "attention.self." + which + "." + part));
+    for (const std::string& which : {"query", "key", "value"}) {
+      const std::string name = h + "attention.self." + which + "." + part;
+      const torch::Tensor& t = hf.get(name);
+      if (!qkv.empty() && !t.sizes().equals(qkv[0].sizes()))  // before cat, which would fail without naming it
+        throw user_error(hf.source(), 0, name, fmt::format("has shape {} but the query's {} is {}",
+                                                           fmt::join(t.sizes().vec(), "x"), part,
+                                                           fmt::join(qkv[0].sizes().vec(), "x")),
+                         "was the folder saved by transformers with this config.json?");
+      qkv.push_back(t);
+    }
     put(out, s + "attn.qkv." + part, torch::cat(qkv, 0));
   }
   put_linear(out, hf, h + "attention.output.dense", s + "attn.proj");
@@ -295,13 +365,13 @@ TransformerConfig gpt2_config_of(const json& c, const std::string& path) {
   require(bool_key(c, "scale_attn_weights", path, true), path, "scale_attn_weights", false, "true");
   require(!bool_key(c, "scale_attn_by_inverse_layer_idx", path, false), path, "scale_attn_by_inverse_layer_idx", true, "false");
   TransformerConfig cfg;
-  cfg.vocab_size = int_key(c, "vocab_size", path);
-  cfg.n_layer = int_key(c, "n_layer", path);
-  cfg.n_head = int_key(c, "n_head", path);
-  cfg.n_embd = int_key(c, "n_embd", path);
-  cfg.block_size = int_key(c, "n_positions", path, int_key(c, "n_ctx", path, 1024));
+  cfg.vocab_size = size_key(c, "vocab_size", path);
+  cfg.n_layer = size_key(c, "n_layer", path);
+  cfg.n_head = size_key(c, "n_head", path);
+  cfg.n_embd = size_key(c, "n_embd", path);
+  cfg.block_size = size_key(c, "n_positions", path, size_key(c, "n_ctx", path, 1024));
   cfg.intermediate_size = int_key(c, "n_inner", path, 0);
-  cfg.layer_norm_eps = float_key(c, "layer_norm_epsilon", path, 1e-5);
+  cfg.layer_norm_eps = positive_key(c, "layer_norm_epsilon", path, 1e-5);
   cfg.gelu_tanh = tanh_gelu(string_key(c, "activation_function", "gelu_new"), path, "activation_function");
   require(cfg.n_head > 0 && cfg.n_embd % cfg.n_head == 0, path, "n_head", cfg.n_head, "a divisor of n_embd");
   cfg.causal = true;
@@ -325,8 +395,8 @@ TransformerConfig llama_config_of(const json& c, const std::string& path) {
   require(!bool_key(c, "mlp_bias", path, false), path, "mlp_bias", true, "false");
   TransformerConfig cfg = shape_of(c, path);
   cfg.n_kv_head = int_key(c, "num_key_value_heads", path, cfg.n_head);
-  cfg.layer_norm_eps = float_key(c, "rms_norm_eps", path, 1e-6);
-  cfg.rope_theta = float_key(params.is_object() ? params : c, "rope_theta", path, 10000.0);
+  cfg.layer_norm_eps = positive_key(c, "rms_norm_eps", path, 1e-6);
+  cfg.rope_theta = positive_key(params.is_object() ? params : c, "rope_theta", path, 10000.0);
   cfg.tie_embeddings = bool_key(c, "tie_word_embeddings", path, false);
   require(cfg.n_kv_head > 0 && cfg.n_head % cfg.n_kv_head == 0, path, "num_key_value_heads", cfg.n_kv_head,
           "a divisor of num_attention_heads");
@@ -368,9 +438,9 @@ double modernbert_theta(const json& c, const std::string& path, const std::strin
   if (params.contains(type) && params[type].is_object()) {
     const std::string rope_type = string_key(params[type], "rope_type", "default");
     require(rope_type == "default", path, "rope_parameters." + type + ".rope_type", rope_type, "default");
-    return float_key(params[type], "rope_theta", path, float_key(c, old_key, path, fallback));
+    return positive_key(params[type], "rope_theta", path, positive_key(c, old_key, path, fallback));
   }
-  return float_key(c, old_key, path, fallback);
+  return positive_key(c, old_key, path, fallback);
 }
 
 // Local attention on every layer but each global_attn_every_n_layers-th; transformers 5 also writes the pattern out
@@ -399,7 +469,7 @@ TransformerConfig modernbert_config_of(const json& c, const std::string& path, b
   if (mlm_head)
     require(string_key(c, "classifier_activation", "gelu") == act, path, "classifier_activation",
             string_key(c, "classifier_activation", "gelu"), "the same as hidden_activation (" + act + ")");
-  cfg.layer_norm_eps = float_key(c, "norm_eps", path, 1e-5);
+  cfg.layer_norm_eps = positive_key(c, "norm_eps", path, 1e-5);
   cfg.norm_bias = bool_key(c, "norm_bias", path, false);
   cfg.bias = attention_bias;
   cfg.attention_window = int_key(c, "local_attention", path, 128);
@@ -476,7 +546,7 @@ torch::Tensor read_dense(const std::string& module_dir) {
   const NamedTensors t = read_weights(module_dir);
   auto it = t.find("linear.weight");
   if (it == t.end()) throw user_error(path_in(module_dir, "model.safetensors"), 0, "", "has no tensor 'linear.weight'");
-  const int64_t in = int_key(c, "in_features", config), out = int_key(c, "out_features", config);
+  const int64_t in = size_key(c, "in_features", config), out = size_key(c, "out_features", config);
   if (!it->second.sizes().equals({out, in}))
     throw user_error(path_in(module_dir, "model.safetensors"), 0, "linear.weight",
                      fmt::format("has shape {} but config.json says [{}, {}]", fmt::join(it->second.sizes(), "x"),
@@ -488,8 +558,8 @@ ColbertModules read_colbert_config(const json& c, const std::string& path) {
   ColbertModules m;
   m.query_prefix = string_key(c, "query_prefix", m.query_prefix);
   m.document_prefix = string_key(c, "document_prefix", m.document_prefix);
-  m.query_length = int_key(c, "query_length", path, m.query_length);
-  m.document_length = int_key(c, "document_length", path, m.document_length);
+  m.query_length = text_length_key(c, "query_length", path, m.query_length);
+  m.document_length = text_length_key(c, "document_length", path, m.document_length);
   m.query_expansion = bool_key(c, "do_query_expansion", path, true);
   require(!bool_key(c, "attend_to_expansion_tokens", path, false), path, "attend_to_expansion_tokens", true, "false");
   require(!m.query_prefix.empty() && !m.document_prefix.empty(), path, "query_prefix", m.query_prefix,
@@ -502,8 +572,9 @@ ColbertModules read_colbert_config(const json& c, const std::string& path) {
 
 StModules read_sentence_modules(const std::string& dir) {
   const std::string path = path_in(dir, "modules.json");
-  auto text = read_whole_file(path);
+  auto text = read_regular_file(path, kMaxJsonFileBytes);
   if (!text) throw user_error(path, 0, "", "cannot read the file");
+  refuse_deep_json(*text, path);
   const json modules = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (!modules.is_array()) throw user_error(path, 0, "", "is not a JSON array of modules");
   StModules out;
@@ -511,7 +582,7 @@ StModules read_sentence_modules(const std::string& dir) {
   for (const auto& m : modules) {
     const std::string type = m.is_object() ? string_key(m, "type", "") : "";
     const std::string sub = m.is_object() ? string_key(m, "path", "") : "";
-    const std::string module_dir = path_in(dir, sub);
+    const std::string module_dir = path_inside(dir, sub, path, "path");
     if (type == "sentence_transformers.models.Transformer") {
       have_transformer = true;
       out.transformer_path = module_dir;
@@ -541,7 +612,8 @@ StModules read_sentence_modules(const std::string& dir) {
   for (const std::string& where : {out.transformer_path, dir}) {
     if (auto c = read_optional_json(path_in(where, "sentence_bert_config.json"))) {
       const std::string sbert = path_in(where, "sentence_bert_config.json");
-      out.info.max_seq_length = int_key(*c, "max_seq_length", sbert, 0);
+      const bool given = c->contains("max_seq_length") && !(*c)["max_seq_length"].is_null();
+      out.info.max_seq_length = given ? text_length_key(*c, "max_seq_length", sbert, 0) : 0;  // 0: the model's
       out.info.lowercase = bool_key(*c, "do_lower_case", sbert, false);
       out.lowercase_source = sbert;
       break;
@@ -613,6 +685,14 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
                        fmt::format("is {} but the encoder is {} wide", head.size(1), folder.config.n_embd));
     folder.config.head_dim = head.size(0);
   }
+  // Checked here for every command, as train's recipe check does: eval and calibrate failed mid-run with exit 1.
+  if (folder.colbert)
+    for (const auto& [key, length] : {std::pair{"query_length", folder.colbert->query_length},
+                                      std::pair{"document_length", folder.colbert->document_length}})
+      if (length > folder.config.block_size)
+        throw user_error(path_in(dir, "config_sentence_transformers.json"), 0, key,
+                         fmt::format("is {}, longer than the model's {} positions", length, folder.config.block_size),
+                         "lower it to at most " + std::to_string(folder.config.block_size));
   if (with_weights) {
     NamedTensors raw = read_weights(folder.model_dir);
     folder.weights = megatron ? megatron_bert_weights(HfTensors(std::move(raw), config_path), folder.config)

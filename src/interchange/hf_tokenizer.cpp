@@ -12,6 +12,7 @@
 #include "spread/data/special_tokens.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/json_depth.h"
 
 namespace fs = std::filesystem;
 
@@ -267,7 +268,11 @@ std::optional<nlohmann::json> hf_tokenizer_json(const std::string& run_dir, cons
   if (tokenizer.kind() == "char") return char_json(tokenizer);
   if (tokenizer.kind() == "bpe") return sentencepiece_bpe_json(run_dir, tokenizer);
   if (tokenizer.kind() == "unigram") return sentencepiece_unigram_json(run_dir, tokenizer);
-  if (tokenizer.kind() == "hf") return nlohmann::json::parse(hf_tokenizer_bytes(run_dir));
+  if (tokenizer.kind() == "hf") {
+    const std::string text = hf_tokenizer_bytes(run_dir);
+    refuse_deep_json(text, (fs::path(run_dir) / kHfTokenizerFile).string());
+    return nlohmann::json::parse(text);
+  }
   return std::nullopt;
 }
 

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/json_depth.h"
 #include "spread/util/mapped_file.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors data is little-endian; so is this host's");
@@ -58,7 +60,9 @@ Entry parse_entry(const std::string& name, const nlohmann::json& j, const std::s
   e.type = it->second;
   if (!j["shape"].is_array()) throw bad("shape is not an array");
   for (const auto& d : j["shape"]) {
-    if (!d.is_number_unsigned()) throw bad("shape holds " + d.dump() + ", not a size");
+    // 2^64 - 1 read as int64_t is -1: with another dimension 0 it passed the byte count and LibTorch refused it.
+    if (!d.is_number_unsigned() || d.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+      throw bad("shape holds " + d.dump() + ", not a size");
     e.shape.push_back(d.get<int64_t>());
   }
   const auto& off = j["data_offsets"];
@@ -135,6 +139,7 @@ NamedTensors parse_safetensors(std::string_view bytes, const std::string& source
     throw user_error(source, 0, "", fmt::format("header length {} exceeds the file ({} bytes)", n, bytes.size()),
                      hint);
   const std::string_view text = bytes.substr(8, n);
+  refuse_deep_json(text, source);
   nlohmann::json header = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (header.is_discarded() || !header.is_object())
     throw user_error(source, 0, "", "header is not a JSON object", hint);

@@ -5,6 +5,7 @@
 
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/json_depth.h"
 
 namespace spread {
 
@@ -15,7 +16,7 @@ std::vector<nlohmann::json> read_metrics(const std::string& path, int* malformed
   int bad = 0;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
-    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    auto j = json_too_deep(line) ? nlohmann::json() : nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_object()) lines.push_back(std::move(j));
     else ++bad;
   }

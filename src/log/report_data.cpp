@@ -18,6 +18,7 @@
 
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/json_depth.h"
 
 namespace fs = std::filesystem;
 
@@ -186,7 +187,8 @@ void load_recipe(const fs::path& p, RunData& run) {
 
 void load_info(const fs::path& p, RunData& run) {
   if (!fs::exists(p)) return;  // optional
-  auto j = nlohmann::ordered_json::parse(read_file(p), nullptr, false);
+  const std::string text = read_file(p);
+  auto j = json_too_deep(text) ? nlohmann::ordered_json() : nlohmann::ordered_json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     run.notes.push_back("run.json is not a JSON object; not shown");
     return;
@@ -210,7 +212,7 @@ Metrics parse_metrics(std::istream& in) {
     std::string_view line(text.data() + begin, end - begin);
     begin = end + 1;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    auto j = nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
+    auto j = json_too_deep(line) ? nlohmann::json() : nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
     double step = 0;
     if (j.is_discarded() || !j.is_object() || !read_step(j, step)) {
       note_skipped(m, line_number);

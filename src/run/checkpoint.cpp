@@ -12,6 +12,7 @@
 
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/json_depth.h"
 
 namespace fs = std::filesystem;
 
@@ -103,6 +104,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   ckpt.path = path;
   c10::IValue meta;
   archive.read("__meta__", meta);
+  refuse_deep_json(meta.toStringRef(), path);
   ckpt.meta = nlohmann::json::parse(meta.toStringRef());
   ckpt.step = ckpt.meta.at("step").get<int64_t>();
   for (const auto& key : archive.keys()) {

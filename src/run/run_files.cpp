@@ -11,6 +11,7 @@
 #include "spread/run/checkpoint.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/json_depth.h"
 
 namespace fs = std::filesystem;
 
@@ -36,6 +37,7 @@ std::string fingerprint(const fs::path& path) {
 
 nlohmann::json read_record(const fs::path& path) {
   auto text = read_whole_file(path.string());
+  if (text) refuse_deep_json(*text, path.string());
   auto j = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
   if (!j.is_object())
     throw user_error(path.string(), 0, "", "unreadable record of the run's tokenizer and token files",

@@ -9,6 +9,7 @@
 #include "spread/data/hf_run_tokenizer.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/json_depth.h"
 #include "spread/util/model_folder.h"
 
 namespace fs = std::filesystem;
@@ -134,6 +135,7 @@ namespace {
 std::string recorded_kind(const std::string& meta_path) {
   const auto bytes = read_whole_file(meta_path);
   if (!bytes) throw user_error(meta_path, 0, "", "cannot read the tokenizer description");
+  refuse_deep_json(*bytes, meta_path);
   const auto meta = nlohmann::json::parse(*bytes, nullptr, /*allow_exceptions=*/false);
   if (meta.is_discarded()) throw user_error(meta_path, 0, "", "not valid JSON", "copy the exported folder again");
   return meta.is_object() && meta.contains("kind") && meta["kind"].is_string() ? meta["kind"].get<std::string>() : "";

@@ -13,6 +13,7 @@
 #include "spread/runtime/devices.h"
 #include "spread/runtime/memory.h"
 #include "spread/util/error.h"
+#include "spread/util/json_depth.h"
 
 namespace fs = std::filesystem;
 
@@ -53,6 +54,7 @@ int64_t negatives_in_header(const std::string& path) {
   if (!std::getline(in, first)) return 1;
   std::vector<std::string> names;
   if (fs::path(path).extension() == ".jsonl") {
+    if (json_too_deep(first)) return 1;
     const auto object = nlohmann::json::parse(first, nullptr, /*allow_exceptions=*/false);
     if (!object.is_object()) return 1;
     for (const auto& item : object.items()) names.push_back(item.key());

@@ -2,12 +2,13 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -56,6 +57,81 @@ std::optional<std::string> read_whole_file(const std::string& path) {
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+namespace {
+
+const char* kind_of(fs::file_type type) {
+  switch (type) {
+    case fs::file_type::directory: return "a directory";
+    case fs::file_type::fifo: return "a FIFO (named pipe)";
+    case fs::file_type::block:
+    case fs::file_type::character: return "a device";
+    case fs::file_type::socket: return "a socket";
+    default: return "not a regular file";
+  }
+}
+
+UserError not_regular(const std::string& path, fs::file_type type) {
+  return user_error(path, 0, "", std::string("is ") + kind_of(type) + ", where a regular file is expected",
+                    "a model, tokenizer or data folder holds the files themselves: put the file in its place");
+}
+
+fs::file_type type_of(mode_t mode) {
+  if (S_ISREG(mode)) return fs::file_type::regular;
+  if (S_ISDIR(mode)) return fs::file_type::directory;
+  if (S_ISFIFO(mode)) return fs::file_type::fifo;
+  if (S_ISCHR(mode)) return fs::file_type::character;
+  if (S_ISBLK(mode)) return fs::file_type::block;
+  if (S_ISSOCK(mode)) return fs::file_type::socket;
+  return fs::file_type::unknown;
+}
+
+// Up to `size` bytes of `fd` from its start (fewer when the file shrank meanwhile); false on a read error.
+bool read_exactly(int fd, size_t size, std::string& out) {
+  out.resize(size);
+  size_t have = 0;
+  while (have < size) {
+    const ssize_t n = ::read(fd, out.data() + have, size - have);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) break;
+    have += size_t(n);
+  }
+  out.resize(have);
+  return true;
+}
+
+}  // namespace
+
+void require_regular_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;  // missing or unreadable: the reader names it
+  if (!S_ISREG(st.st_mode)) throw not_regular(path, type_of(st.st_mode));
+}
+
+std::optional<std::string> read_regular_file(const std::string& path, uint64_t max_bytes) {
+  require_regular_file(path);  // before open: opening a device can have effects of its own (a tape rewinds)
+  // O_NONBLOCK: a FIFO swapped in after the check opens at once instead of waiting for a writer, then fstat refuses it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  const bool stat_ok = ::fstat(fd, &st) == 0;
+  if (stat_ok && !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw not_regular(path, type_of(st.st_mode));
+  }
+  if (stat_ok && uint64_t(st.st_size) > max_bytes) {
+    ::close(fd);
+    throw user_error(path, 0, "", "is " + std::to_string(st.st_size) + " bytes, more than the " +
+                                      std::to_string(max_bytes) + " that spread reads for such a file",
+                     "check that it is the file the folder should hold");
+  }
+  std::string bytes;
+  const bool read_ok = stat_ok && read_exactly(fd, size_t(st.st_size), bytes);
+  ::close(fd);
+  if (!read_ok) return std::nullopt;
+  return bytes;
 }
 
 UserError filesystem_user_error(const std::string& path, const std::string& doing, const std::error_code& ec) {
@@ -110,6 +186,20 @@ void refuse_symlink(const fs::path& path, const std::string& option) {
                      "give the link's target (" + fs::read_symlink(path, ec).string() + ") or another name");
 }
 
+// A FIFO, device or socket at an output's name would be replaced by the rename that puts the output in place
+// (`--out /dev/null` run as root would replace /dev/null), and writing into one instead would break the promise
+// of a whole file or none: refused, as a link is.
+void refuse_special(const fs::path& path, const std::string& option) {
+  refuse_symlink(path, option);
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(path, ec);
+  if (ec || !fs::exists(st) || fs::is_regular_file(st) || fs::is_directory(st)) return;
+  throw user_error(path.string(), 0, option,
+                   std::string("is ") + kind_of(st.type()) + "; spread writes an output whole under a new name and "
+                   "renames it over this one, which would replace it",
+                   "give the name of a regular file (or of none yet)");
+}
+
 // `folder` exists and this process may create and rename entries in it.
 void check_writable_folder(const fs::path& folder, const std::string& path, const std::string& option) {
   if (::access(folder.c_str(), W_OK | X_OK) == 0) return;
@@ -127,22 +217,52 @@ void sync_path(const fs::path& path, int flags) {
 
 }  // namespace
 
-fs::path temporary_name(const fs::path& path) {
-  return folder_of(path) / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()));
+namespace {
+
+// A temporary's name says that spread made it (a marker no user would choose; a user's ".notes.tmp-2" is no
+// temporary) and on which host: a PID means nothing on another machine that shares the folder.
+constexpr const char* kTemporaryMarker = ".spread-tmp-";
+
+// The host name with anything but [A-Za-z0-9.-] as '_', so that it is safe in a file name.
+const std::string& this_host() {
+  static const std::string host = [] {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return std::string("localhost");
+    std::string h(name);
+    for (char& c : h)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') c = '_';
+    return h;
+  }();
+  return host;
 }
 
-bool is_stale_temporary(const std::string& name) {
-  static const std::regex pattern(R"(\..+\.tmp-([0-9]{1,9}))");
-  std::smatch m;
-  if (!std::regex_match(name, m, pattern)) return false;
-  const pid_t pid = pid_t(std::stol(m[1].str()));
-  return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;  // EPERM: alive, another user's
+bool all_digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+fs::path temporary_name(const fs::path& path) {
+  return folder_of(path) /
+         ("." + path.filename().string() + kTemporaryMarker + this_host() + "-" + std::to_string(::getpid()));
+}
+
+std::optional<std::string> stale_temporary_of(const std::string& name) {
+  const std::string tail = kTemporaryMarker + this_host() + "-";
+  const size_t at = name.rfind(tail);
+  if (name.empty() || name[0] != '.' || at == std::string::npos || at < 2) return std::nullopt;
+  const std::string pid_text = name.substr(at + tail.size());
+  if (!all_digits(pid_text) || pid_text.size() > 9) return std::nullopt;
+  const pid_t pid = pid_t(std::stol(pid_text));
+  const bool dead = pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;  // EPERM: alive, another user's
+  if (!dead) return std::nullopt;
+  return name.substr(1, at - 1);
 }
 
 void check_output_file(const std::string& path, const std::string& option) {
   if (path.empty()) throw user_error("", 0, option, "give a file name");
   const fs::path p(path);
-  refuse_symlink(p, option);
+  refuse_special(p, option);
   std::error_code ec;
   if (fs::is_directory(p, ec))
     throw user_error(path, 0, option, "is a directory", "give a file name, e.g. " + (p / "out").string());
@@ -169,7 +289,7 @@ void prepare_output_file(const std::string& path, const std::string& option) {
 void remove_stale_temporaries(const std::string& folder) {
   std::error_code ec;
   for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
-    if (is_stale_temporary(it->path().filename().string())) {
+    if (stale_temporary_of(it->path().filename().string())) {
       std::error_code ignored;  // another process may be removing it too
       fs::remove_all(it->path(), ignored);
     }
@@ -179,7 +299,7 @@ namespace {
 
 // `write`'s bytes under the temporary name of `path`, flushed but not synced; removed again on any error.
 fs::path write_temporary(const fs::path& path, const std::function<void(std::ostream&)>& write) {
-  refuse_symlink(path, "");
+  refuse_special(path, "");
   const fs::path tmp = temporary_name(path);
   try {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

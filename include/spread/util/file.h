@@ -3,6 +3,7 @@
 // instead of an uncaught std::filesystem_error (abort): a directory under a file, a read-only mount, a name too
 // long, a full disk. Readers raise their own error when a file is unreadable, since only they know which key or
 // file the user should fix.
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -20,6 +21,17 @@ void refuse_non_file(const std::string& path);
 
 // The file's bytes, or nullopt when it cannot be opened.
 std::optional<std::string> read_whole_file(const std::string& path);
+
+// The files inside a folder that a user downloads (a model, a tokenizer, a BEIR set) are never streamed: a FIFO
+// there would wait forever for a writer, a device (a link to /dev/zero) never ends. require_regular_file refuses
+// anything but a regular file (links followed) with a UserError naming the path and what stands there; a missing
+// path passes, left to the reader, which knows what the folder should hold.
+void require_regular_file(const std::string& path);
+
+// A regular file's bytes, at most `max_bytes` of them: its size is read from the open descriptor (which fstat must
+// show regular, so that a FIFO put in place after the check is refused too, and a growing file is cut at that size)
+// and a larger file is a UserError naming the size and the limit. nullopt when it cannot be opened.
+std::optional<std::string> read_regular_file(const std::string& path, uint64_t max_bytes);
 // The file opened for reading (not open when it cannot be).
 std::ifstream open_input_file(const std::string& path, std::ios::openmode mode = std::ios::binary);
 
@@ -39,11 +51,11 @@ UserError filesystem_user_error(const std::filesystem::filesystem_error& e);
 
 // Outputs (encode, pool, eval and diagnose --out, export's folder, and the run's own files), one rule for all:
 //   - an existing output is replaced whole: written under a temporary name in the same folder
-//     (".NAME.tmp-PID"), flushed and synced, then renamed over NAME; a failed write or a kill leaves the previous
-//     file as it was and never a partial one under NAME (the temporary is removed on error; one left by a killed
-//     process is removed by remove_stale_temporaries);
-//   - a symbolic link at NAME is refused (UserError), never replaced nor written through; links among the folders
-//     above NAME are followed as any path is.
+//     (".NAME.spread-tmp-HOST-PID"), flushed and synced, then renamed over NAME; a failed write or a kill leaves the
+//     previous file as it was and never a partial one under NAME (the temporary is removed on error; one left by a
+//     killed process is removed by remove_stale_temporaries);
+//   - a symbolic link, a FIFO, a device or a socket at NAME is refused (UserError), never replaced nor written
+//     through; links among the folders above NAME are followed as any path is.
 #include <functional>
 #include <ostream>
 #include <utility>
@@ -62,7 +74,8 @@ void check_output_folder(const std::string& path, const std::string& option);
 // check_output_file, then remove_stale_temporaries of its folder: for a command writing one output file.
 void prepare_output_file(const std::string& path, const std::string& option);
 
-// Removes what killed processes left in `folder`: entries named ".NAME.tmp-PID" whose PID is no live process.
+// Removes what killed processes left in `folder`: entries named as temporary_name names them, made on this host,
+// whose PID is no live process (stale_temporary_of). Nothing else is touched.
 void remove_stale_temporaries(const std::string& folder);
 
 // Writes `path` as promised above; `write` fills the stream (a failed stream is a write error).
@@ -89,9 +102,11 @@ class OutputFileGroup {
   std::vector<std::pair<std::filesystem::path, std::filesystem::path>> pending_;  // temporary, final name
 };
 
-// The temporary name of `path` in this process (".NAME.tmp-PID" in its folder), and whether `name` is such a name
-// of a process that no longer runs.
+// The temporary name of `path` in this process: ".NAME.spread-tmp-HOST-PID" in its folder. The marker keeps the
+// sweep off a user's own files (".notes.tmp-2"), the host off the temporaries of live processes on another machine
+// that shares the folder.
 std::filesystem::path temporary_name(const std::filesystem::path& path);
-bool is_stale_temporary(const std::string& name);
+// NAME, when `name` is the temporary of NAME made on this host by a process that no longer runs; nullopt otherwise.
+std::optional<std::string> stale_temporary_of(const std::string& name);
 
 }  // namespace spread

@@ -36,6 +36,7 @@ class AddedVocabulary {
     std::vector<std::pair<std::string, size_t>> patterns;  // (text, token index), longest first
     bool first_byte[256] = {};
     void add(std::string text, size_t token);
+    void finish();  // sorts the patterns, longest first
   };
   std::vector<std::pair<Range, int>> find_matches(std::string_view s, const Matcher& m) const;
   void split_with(PreTokenized& pre, const Matcher& m) const;

@@ -13,6 +13,8 @@
 
 #include "pipeline.h"
 #include "spread/util/error.h"
+#include "spread/util/file.h"
+#include "spread/util/json_depth.h"
 #include "unicode.h"
 
 namespace spread::hf {
@@ -20,12 +22,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Limits of this reader (docs/untrusted_input.md): each file (tokenizer.json, tokenizer_config.json, vocab.txt,
+// vocab.json, merges.txt) is a regular file of at most this many bytes, and its JSON is nested at most
+// kMaxJsonDepth deep. The largest tokenizer.json of a public model we know (Gemma 3's) is 33 MB.
+constexpr uint64_t kMaxTokenizerFileBytes = uint64_t(256) << 20;
+
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw user_error(path, 0, "", "cannot read the file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
+  std::optional<std::string> bytes = read_regular_file(path, kMaxTokenizerFileBytes);
+  if (!bytes) throw user_error(path, 0, "", "cannot read the file");
+  std::string s = std::move(*bytes);
   if (s.rfind("version https://git-lfs", 0) == 0)
     throw user_error(path, 0, "", "is a Git LFS pointer, not the file: it was never downloaded",
                      "run `git lfs pull` in its repository, or download the file itself");
@@ -33,6 +38,7 @@ std::string read_file(const std::string& path) {
 }
 
 Json parse_json(const std::string& text, const std::string& path) {
+  refuse_deep_json(text, path);
   try {
     return Json::parse(text);
   } catch (const Json::parse_error& e) {
@@ -114,6 +120,9 @@ Json bert_from_vocab_txt(const std::string& path) {
 Json gpt2_from_vocab_merges(const std::string& vocab_path, const std::string& merges_path) {
   Json vocab = parse_json(read_file(vocab_path), vocab_path);
   if (!vocab.is_object()) throw user_error(vocab_path, 0, "", "expected a JSON object of token: id");
+  for (const auto& item : vocab.items())
+    if (!item.value().is_number_integer())
+      throw user_error(vocab_path, 0, item.key(), "has the id " + item.value().dump() + ", not an integer");
   const std::string text = read_file(merges_path);
   Json merges = Json::array();
   const auto lines = lines_of(text);
@@ -152,16 +161,7 @@ std::unique_ptr<Tokenizer> from_document(const Json& doc, const std::string& fil
   return build_tokenizer(doc, doc.dump(), file);
 }
 
-}  // namespace
-
-std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path, bool truncation_and_padding) {
-  if (!fs::exists(path)) throw user_error(path, 0, "", "no such file or folder", "give a tokenizer.json, a vocab.txt, a vocab.json or a folder holding one");
-  if (fs::is_directory(path)) {
-    const fs::path dir(path);
-    for (const char* file : {"tokenizer.json", "vocab.txt", "vocab.json"})
-      if (fs::exists(dir / file)) return load((dir / file).string(), truncation_and_padding);
-    throw user_error(path, 0, "", "holds no tokenizer.json, vocab.txt or vocab.json + merges.txt");
-  }
+std::unique_ptr<Tokenizer> load_file(const std::string& path, bool truncation_and_padding) {
   const fs::path p(path);
   if (p.extension() == ".txt") return from_document(bert_from_vocab_txt(path), path);
   if (p.filename() == "vocab.json") {
@@ -172,6 +172,26 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path, bool truncat
   std::string text = read_file(path);
   const Json doc = parse_json(text, path);
   return build_tokenizer(doc, std::move(text), path, truncation_and_padding);
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path, bool truncation_and_padding) {
+  if (!fs::exists(path)) throw user_error(path, 0, "", "no such file or folder", "give a tokenizer.json, a vocab.txt, a vocab.json or a folder holding one");
+  if (fs::is_directory(path)) {
+    const fs::path dir(path);
+    for (const char* file : {"tokenizer.json", "vocab.txt", "vocab.json"})
+      if (fs::exists(dir / file)) return load((dir / file).string(), truncation_and_padding);
+    throw user_error(path, 0, "", "holds no tokenizer.json, vocab.txt or vocab.json + merges.txt");
+  }
+  // A value that a component reads without the typed accessors of json_fields.h, where the file holds another type,
+  // is nlohmann's exception: the file's problem all the same, never an abort.
+  try {
+    return load_file(path, truncation_and_padding);
+  } catch (const nlohmann::json::exception& e) {
+    throw user_error(path, 0, "", std::string("holds a value of an unexpected type: ") + e.what(),
+                     "check the file against the format `tokenizers` writes");
+  }
 }
 
 // The binding converts offsets to characters before the post-processor trims them (ByteLevel's trim_offsets

@@ -13,12 +13,25 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <unordered_set>
 
 #include "spread/util/error.h"
 #include "unicode.h"
 
 namespace spread::hf {
 namespace {
+
+// The longest encoding a tokenizer.json may ask for by truncation or padding: 2^24 tokens, beyond any model's
+// positions. A padding of 1e10 tokens asked for 100 GB per text and ended in an uncaught allocation failure.
+constexpr int64_t kMaxLength = int64_t(1) << 24;
+
+// A length field of the truncation or padding: an integer in [0, kMaxLength].
+size_t length_field(const Json& j, const char* name, int64_t fallback, const Where& w) {
+  const int64_t n = get_int(j, name, fallback, w);
+  if (n < 0 || n > kMaxLength)
+    w.at(name).fail("is " + std::to_string(n) + ", outside 0 to " + std::to_string(kMaxLength) + " tokens");
+  return size_t(n);
+}
 
 void truncate(Encoding& e, size_t n, bool left) {
   if (e.ids.size() <= n) return;
@@ -261,7 +274,7 @@ class Pipeline : public Tokenizer {
 
 Truncation read_truncation(const Json& j, const Where& w) {
   Truncation t;
-  t.max_length = static_cast<size_t>(get_int(j, "max_length", 512, w));
+  t.max_length = length_field(j, "max_length", 512, w);
   const std::string s = get_string(j, "strategy", "LongestFirst", w);
   if (s == "LongestFirst") t.strategy = Truncation::Strategy::LongestFirst;
   else if (s == "OnlyFirst") t.strategy = Truncation::Strategy::OnlyFirst;
@@ -276,12 +289,13 @@ Truncation read_truncation(const Json& j, const Where& w) {
 Padding read_padding(const Json& j, const Where& w) {
   Padding p;
   const Json& strategy = field(j, "strategy", w);
-  if (strategy.is_object() && strategy.contains("Fixed")) p.fixed = strategy["Fixed"].get<size_t>();
+  if (strategy.is_object() && strategy.contains("Fixed"))
+    p.fixed = length_field(strategy, "Fixed", 0, w.at("strategy"));
   else if (strategy != "BatchLongest") w.at("strategy").fail("expected \"BatchLongest\" or {\"Fixed\": n}");
   const std::string d = get_string(j, "direction", "Right", w);
   if (d != "Left" && d != "Right") w.at("direction").fail("unknown direction '" + d + "'");
   p.left = d == "Left";
-  p.multiple_of = static_cast<size_t>(get_int(j, "pad_to_multiple_of", 0, w));
+  p.multiple_of = length_field(j, "pad_to_multiple_of", 0, w);
   p.pad_id = static_cast<int32_t>(get_int(j, "pad_id", 0, w));
   p.pad_type_id = static_cast<int32_t>(get_int(j, "pad_type_id", 0, w));
   p.pad_token = get_string(j, "pad_token", "[PAD]", w);
@@ -294,6 +308,7 @@ std::vector<AddedToken> read_added_tokens(const Json& doc, const Model& model, c
   const Json& list = get_array(doc, "added_tokens", w);
   const int32_t model_size = static_cast<int32_t>(model.vocab_size());
   int32_t max_added = -1;
+  std::unordered_set<std::string> seen;  // a scan of the earlier ones made a load of 200k quadratic
   for (size_t i = 0; i < list.size(); ++i) {
     const Where wi = w.at("added_tokens").index(i);
     AddedToken t;
@@ -306,9 +321,7 @@ std::vector<AddedToken> read_added_tokens(const Json& doc, const Model& model, c
     t.normalized = get_bool(list[i], "normalized", !t.special, wi);
     // As the crate's add_tokens: a token the model knows keeps the model's id; a new one gets the next free id.
     const int32_t known = model.token_to_id(t.content);
-    bool duplicate = false;
-    for (const auto& o : out) duplicate |= o.content == t.content;
-    if (duplicate) wi.fail("added token '" + t.content + "' is listed twice");
+    if (!seen.insert(t.content).second) wi.fail("added token '" + t.content + "' is listed twice");
     // The crate's new id: one past the highest added id when that is past the model's, else the model's size.
     t.id = known >= 0 ? known : (max_added >= model_size ? max_added + 1 : model_size);
     max_added = std::max(max_added, t.id);

@@ -4,6 +4,8 @@
 // alternation, quantifiers, lookahead). Where they can differ: Oniguruma's Ruby syntax has \h (hex digit; ICU:
 // horizontal space), \A/\z and (?m) meaning dot-all; possessive/atomic groups and \p{..} names outside Unicode's
 // are accepted by one and not the other (an ICU compile error is a UserError naming the pattern).
+// A match that backtracks without end (`(a+)+$` on "aaa...ab") stops after a bounded number of steps, as
+// Oniguruma's retry limit stops the crate's: a UserError naming the file, the component and the pattern.
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,6 +24,7 @@ class Pattern {
 
  private:
   std::string literal_;
+  std::string source_, file_, key_;  // for the error of a match that gives up
   struct Compiled;
   std::unique_ptr<Compiled> regex_;
 };

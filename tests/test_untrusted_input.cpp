@@ -1,0 +1,481 @@
+// Files from outside as hostile input: the defects that a held-out probe found in the readers of model folders,
+// tokenizers and outputs, each reproduced at the smallest scale (docs/untrusted_input.md states the limits).
+//   D1  JSON nested 100k deep: refused before parsing (128 levels), never a stack overflow
+//   D2  a FIFO at any file of a model or BEIR folder: refused, never a hang
+//   D3  a tokenizer.json that is a link to /dev/zero, or larger than the limit: refused, never read without end
+//   D4  a regex that backtracks without end: stopped at a step limit, with an error
+//   D5  a Sequence nested 10k deep: refused by the depth limit, never gigabytes
+//   D6  60k added tokens: loaded in linear time
+//   D7  bad values that ended in an uncaught exception (abort): UserError, exit 2
+//   D9  a FIFO at an --out name: refused, never replaced
+//   D10 the sweep of stale temporaries: spread's own of this host only, never a user's file
+//   D11 a dimension of 2^64 - 1; D15 a PyLate length past the positions; D12 a key projection of the wrong shape; D14 a size of 0; D16 module paths and
+//   shard names outside the folder;
+//   D17 a symbolic link at tokenize's --out; D18 a negative epsilon; D19 a folder's text length below 3;
+//   D22 invalid UTF-8 in diagnose's texts
+// A command that could hang runs under `timeout`, so that a defect fails its test instead of stalling the suite. The
+// tests run the binary (not the library in-process), so that SPREAD_TEST_BINARY=<an older build> shows them fail.
+#include <gtest/gtest.h>
+#include "test_paths.h"
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_run.h"
+#include "spread/interchange/safetensors.h"
+#include "spread/util/error.h"
+#include "spread/util/file.h"
+#include "spread/util/json_depth.h"
+
+namespace fs = std::filesystem;
+using spread::testing::CliResult;
+using spread::testing::run_spread_env;
+
+namespace {
+
+const std::string kBeir = std::string(SPREAD_TEST_DATA_DIR) + "/beir_tiny";
+
+// `spread ARGS` stopped after 120 s (exit 124): a hang fails the test. Address space is capped at 8 GB (a process
+// of LibTorch maps 1-2 GB) so that a reader without a bound fails instead of taking the machine; not under ASan,
+// which reserves terabytes of address space for its shadow.
+#if defined(__SANITIZE_ADDRESS__)
+const char* const kMemoryCap = "";
+#else
+const char* const kMemoryCap = "ulimit -v 8000000; ";
+#endif
+
+CliResult bounded_spread(const std::string& args) {
+  return run_spread_env(std::string(kMemoryCap) + "SPREAD_BLAS_AUTO=0 timeout 120", args);
+}
+
+void expect_refused(const CliResult& r, const std::string& file, const std::string& what) {
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(file), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(what), std::string::npos) << r.output;
+}
+
+template <typename Body>
+std::string user_error_message(Body&& body) {
+  try {
+    body();
+  } catch (const spread::UserError& e) {
+    return e.what();
+  }
+  return "(no UserError)";
+}
+
+std::string deep_json(int depth) { return std::string(size_t(depth), '[') + std::string(size_t(depth), ']'); }
+
+// The JSON file `p` with a value nested 100k deep as one more key of its object, or one more entry of its list.
+void add_deep_value(const fs::path& p) {
+  const auto doc = nlohmann::json::parse(std::ifstream(p));
+  const std::string text = doc.dump();
+  const std::string deep = deep_json(100000);
+  std::ofstream(p, std::ios::trunc) << text.substr(0, text.size() - 1) << (doc.is_object() ? ",\"x\":" : ",") << deep
+                                    << text.back();
+}
+
+// A safetensors file of header `json` (padded to 8 bytes) and `data`, as the specification lays it out.
+std::string safetensors_file(std::string json, const std::string& data) {
+  json.append((8 - json.size() % 8) % 8, ' ');
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[size_t(i)] = char((uint64_t(json.size()) >> (8 * i)) & 0xff);
+  return out + json + data;
+}
+
+std::string file_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void make_fifo(const fs::path& p) {
+  fs::remove(p);
+  ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0) << p;
+}
+
+std::string pairs_recipe(const fs::path& dir, const std::string& name, const std::string& objective) {
+  return "[run]\nname = \"" + name + "\"\nout_dir = \"" + dir.string() + "\"\nthreads = 1\n" +
+         "[data]\nsource = \"pairs\"\npath = \"" + (dir / "pairs.tsv").string() + "\"\n" +
+         "[tokenizer]\nkind = \"char\"\n" +
+         "[model]\nn_layer = 1\nn_head = 2\nn_embd = 16\nblock_size = 64\nhead_dim = 8\ncausal = false\n" +
+         "[train]\nobjective = \"" + objective + "\"\nbatch_size = 4\nmax_steps = 2\neval_every = 0\nckpt_every = 2\n" +
+         "[loss.maxsim]\nquery_length = 16\ndocument_length = 64\n";
+}
+
+// Two tiny encoder runs (contrastive and maxsim, char tokenizer, one layer), exported once as a sentence-transformers
+// folder and a PyLate folder without spread's own records, so that they read as folders from elsewhere (the
+// tokenizer from tokenizer.json); each test changes a copy.
+class UntrustedInput : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(spread::testing::fresh_temp_dir("untrusted_runs"));
+    std::ofstream pairs(*dir_ / "pairs.tsv");
+    pairs << "anchor\tpositive\n";
+    const char* words[] = {"cells", "protein", "gene", "virus", "blood", "brain", "drug", "cancer"};
+    for (int i = 0; i < 40; ++i)
+      pairs << "what does " << words[i % 8] << " " << i << " do\tthe " << words[i % 8] << " number " << i << "\n";
+    pairs.close();
+    std::ofstream(*dir_ / "texts.txt") << "the cells\nthe brain acts\n";
+    for (const auto& [name, objective] : {std::pair{"st", "contrastive"}, std::pair{"pylate", "maxsim"}}) {
+      const fs::path recipe = *dir_ / (std::string(name) + ".toml");
+      std::ofstream(recipe) << pairs_recipe(*dir_, name, objective);
+      auto r = run_spread_env("SPREAD_BLAS_AUTO=0", "train " + recipe.string());
+      ASSERT_EQ(r.code, 0) << r.output;
+      const fs::path out = *dir_ / (std::string(name) + "_hf");
+      r = run_spread_env("", "export --run " + (*dir_ / name).string() + " --out " + out.string());
+      ASSERT_EQ(r.code, 0) << r.output;
+      for (const char* own : {"spread_tokenizer.json", "spread_export.json", "tokenizer.chars"}) fs::remove(out / own);
+    }
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+  }
+  void SetUp() override {
+    out_ = spread::testing::fresh_temp_dir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+  }
+  void TearDown() override { fs::remove_all(out_); }
+
+  // A copy of the exported folder `name` ("st" or "pylate") in this test's folder.
+  fs::path folder(const std::string& name) const {
+    const fs::path copy = out_ / name;
+    fs::remove_all(copy);
+    fs::copy(*dir_ / (name + "_hf"), copy, fs::copy_options::recursive);
+    return copy;
+  }
+  static std::string texts() { return (*dir_ / "texts.txt").string(); }
+  std::string encode(const fs::path& model) const {
+    return "encode --model " + model.string() + " --in " + texts() + " --out " + (out_ / "e.npy").string();
+  }
+  static std::string tokenize(const fs::path& tokenizer) {
+    return "tokenize --tokenizer " + tokenizer.string() + " --in " + texts();
+  }
+
+  static fs::path* dir_;
+  fs::path out_;
+};
+
+fs::path* UntrustedInput::dir_ = nullptr;
+
+// --- D1: nesting depth --------------------------------------------------------------------------------------------
+
+TEST(JsonDepth, RefusesMoreThan128LevelsAndIgnoresBracketsInStrings) {
+  EXPECT_FALSE(spread::json_too_deep(deep_json(spread::kMaxJsonDepth)));
+  EXPECT_TRUE(spread::json_too_deep(deep_json(spread::kMaxJsonDepth + 1)));
+  EXPECT_TRUE(spread::json_too_deep("{\"a\": " + deep_json(spread::kMaxJsonDepth) + "}"));
+  EXPECT_FALSE(spread::json_too_deep("[\"" + std::string(1000, '[') + "\", \"\\\"[[[\"]"));
+  const std::string m = user_error_message([] { spread::refuse_deep_json(deep_json(200), "x.json", 3); });
+  EXPECT_NE(m.find("x.json:3"), std::string::npos) << m;
+  EXPECT_NE(m.find("128"), std::string::npos) << m;
+}
+
+TEST_F(UntrustedInput, DeepJsonInAFoldersFilesIsRefusedNamingTheFile) {
+  for (const char* file : {"config.json", "tokenizer.json", "modules.json", "1_Pooling/config.json"}) {
+    SCOPED_TRACE(file);
+    const fs::path f = folder("st");
+    add_deep_value(f / file);
+    expect_refused(bounded_spread(encode(f)), file, "nested more than 128");
+  }
+}
+
+// The probe's crash left a half-made run directory behind; refused before the run starts, it leaves none.
+TEST_F(UntrustedInput, InitFromAFolderWithDeepJsonLeavesNoRunDirectory) {
+  const fs::path f = folder("st");
+  add_deep_value(f / "config.json");
+  // No tokenizer or model keys: the folder decides them.
+  std::ofstream(out_ / "r.toml") << "[run]\nname = \"from_deep\"\nout_dir = \"" << out_.string() << "\"\n"
+                                 << "[data]\nsource = \"pairs\"\npath = \"" << (*dir_ / "pairs.tsv").string() << "\"\n"
+                                 << "[train]\nobjective = \"contrastive\"\nmax_steps = 1\ninit_from = \""
+                                 << f.string() << "\"\n";
+  const auto r = bounded_spread("train " + (out_ / "r.toml").string());
+  expect_refused(r, "config.json", "nested more than 128");
+  EXPECT_FALSE(fs::exists(out_ / "from_deep"));
+}
+
+TEST_F(UntrustedInput, DeepJsonInASafetensorsHeaderIsRefused) {
+  const fs::path f = folder("st");
+  const std::string bytes = file_bytes(f / "model.safetensors");
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t(uint8_t(bytes[size_t(i)])) << (8 * i);
+  std::string header = nlohmann::json::parse(bytes.substr(8, n)).dump();
+  header = header.substr(0, header.size() - 1) + ",\"x\":" + deep_json(100000) + "}";
+  std::ofstream(f / "model.safetensors", std::ios::binary | std::ios::trunc)
+      << safetensors_file(header, bytes.substr(8 + n));
+  expect_refused(bounded_spread(encode(f)), "model.safetensors", "nested more than 128");
+}
+
+// --- D2, D3: what stands at a folder's file -----------------------------------------------------------------------
+
+TEST_F(UntrustedInput, AFifoAtAnyFileOfAModelFolderIsRefusedNotWaitedOn) {
+  for (const char* file : {"model.safetensors", "config.json", "modules.json", "1_Pooling/config.json",
+                           "sentence_bert_config.json", "tokenizer.json"}) {
+    SCOPED_TRACE(file);
+    const fs::path f = folder("st");
+    ASSERT_TRUE(fs::exists(f / file));
+    make_fifo(f / file);
+    expect_refused(bounded_spread(encode(f)), file, "FIFO");
+  }
+}
+
+TEST_F(UntrustedInput, AFifoInABeirFolderIsRefusedNotWaitedOn) {
+  const fs::path beir = out_ / "beir";
+  fs::copy(kBeir, beir, fs::copy_options::recursive);
+  make_fifo(beir / "corpus.jsonl");
+  expect_refused(bounded_spread("eval --model " + folder("st").string() + " --beir " + beir.string()),
+                 "corpus.jsonl", "FIFO");
+}
+
+TEST_F(UntrustedInput, ATokenizerJsonLinkedToDevZeroIsRefused) {
+  const fs::path f = folder("st");
+  fs::remove(f / "tokenizer.json");
+  fs::create_symlink("/dev/zero", f / "tokenizer.json");
+  expect_refused(bounded_spread(encode(f)), "tokenizer.json", "a device");
+  expect_refused(bounded_spread(tokenize(f / "tokenizer.json")), "tokenizer.json", "a device");
+}
+
+// A sparse file: its size is past the limit, its blocks cost nothing.
+TEST_F(UntrustedInput, ATokenizerJsonLargerThanTheLimitIsRefusedBeforeItIsRead) {
+  const fs::path f = folder("st");
+  fs::resize_file(f / "tokenizer.json", uint64_t(300) << 20);
+  expect_refused(bounded_spread(tokenize(f / "tokenizer.json")), "tokenizer.json", "more than the 268435456");
+}
+
+// --- D4, D5, D6: a tokenizer.json that costs without bound -------------------------------------------------------
+
+// The folder's tokenizer.json with `change` applied.
+template <typename Change>
+fs::path changed_tokenizer(const fs::path& folder, Change&& change) {
+  auto doc = nlohmann::json::parse(std::ifstream(folder / "tokenizer.json"));
+  change(doc);
+  std::ofstream(folder / "tokenizer.json", std::ios::trunc) << doc.dump();
+  return folder / "tokenizer.json";
+}
+
+// 2^38 ways to split 38 a's before the b that fails every one of them: the match stops at a step limit.
+TEST_F(UntrustedInput, ACatastrophicRegexStopsWithAnError) {
+  const std::string text = std::string(38, 'a') + "b";
+  std::ofstream(out_ / "aab.txt") << text << "\n";
+  const auto split = changed_tokenizer(folder("st"), [](nlohmann::json& d) {
+    d["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(a+)+$"}}}, {"behavior", "Isolated"},
+                          {"invert", false}};
+  });
+  expect_refused(bounded_spread("tokenize --tokenizer " + split.string() + " --in " + (out_ / "aab.txt").string()),
+                 "(a+)+$", "backtracks");
+  const auto replace = changed_tokenizer(folder("st"), [](nlohmann::json& d) {
+    d["normalizer"] = {{"type", "Replace"}, {"pattern", {{"Regex", "(a+)+$"}}}, {"content", "x"}};
+  });
+  expect_refused(bounded_spread("tokenize --tokenizer " + replace.string() + " --in " + (out_ / "aab.txt").string()),
+                 "(a+)+$", "backtracks");
+}
+
+// Each Sequence is two JSON levels: the depth limit bounds the nesting (the probe: 10k deep took 1.7 GB).
+TEST_F(UntrustedInput, ANormalizerSequenceNestedTenThousandDeepIsRefused) {
+  const fs::path f = folder("st");
+  std::string nested = "{\"type\":\"Lowercase\"}";
+  for (int i = 0; i < 10000; ++i) nested = "{\"type\":\"Sequence\",\"normalizers\":[" + nested + "]}";
+  auto doc = nlohmann::json::parse(std::ifstream(f / "tokenizer.json"));
+  doc["normalizer"] = "NESTED";
+  std::string text = doc.dump();
+  text.replace(text.find("\"NESTED\""), 8, nested);
+  std::ofstream(f / "tokenizer.json", std::ios::trunc) << text;
+  expect_refused(bounded_spread(tokenize(f / "tokenizer.json")), "tokenizer.json", "nested more than 128");
+}
+
+// The probe: 20k added tokens took 9.5 s to load, 200k over a minute (the reference: 0.5 s); quadratic, 60k would
+// take some 85 s (not measured). Linear, they take a second or two; 30 s leaves room for a loaded machine.
+TEST_F(UntrustedInput, SixtyThousandAddedTokensLoadInSeconds) {
+  const auto t = changed_tokenizer(folder("st"), [](nlohmann::json& d) {
+    for (int i = 0; i < 60000; ++i)
+      d["added_tokens"].push_back({{"content", "tok" + std::to_string(i)}, {"single_word", false}, {"lstrip", false},
+                                   {"rstrip", false}, {"normalized", false}, {"special", true}});
+  });
+  const auto r = run_spread_env("SPREAD_BLAS_AUTO=0 timeout 30", tokenize(t));
+  EXPECT_EQ(r.code, 0) << r.output.substr(0, 2000);
+}
+
+// --- D7: values that aborted --------------------------------------------------------------------------------------
+
+TEST_F(UntrustedInput, AnStsFileOfOnePairIsAUserError) {
+  std::ofstream(out_ / "one.csv") << "the cells act,the brain acts,2.5\n";
+  expect_refused(bounded_spread("eval --model " + folder("st").string() + " --sts " + (out_ / "one.csv").string()),
+                 "one.csv", "at least 2");
+}
+
+TEST_F(UntrustedInput, AVocabJsonIdThatIsNoIntegerIsAUserError) {
+  std::ofstream(out_ / "vocab.json") << R"({"a": 0, "b": 1, "ab": 2, "<|endoftext|>": "x"})";
+  std::ofstream(out_ / "merges.txt") << "#version: 0.2\na b\n";
+  expect_refused(bounded_spread(tokenize(out_ / "vocab.json")), "vocab.json", "not an integer");
+}
+
+TEST_F(UntrustedInput, APaddingOfTenBillionTokensIsRefused) {
+  const fs::path f = folder("st");
+  auto doc = nlohmann::json::parse(std::ifstream(f / "tokenizer.json"));
+  doc["padding"] = {{"strategy", {{"Fixed", 1e10}}}, {"direction", "Right"}, {"pad_to_multiple_of", nullptr},
+                    {"pad_id", 0}, {"pad_type_id", 0}, {"pad_token", "[PAD]"}};
+  std::ofstream(f / "tokenizer.json", std::ios::trunc) << doc.dump();
+  expect_refused(bounded_spread(tokenize(f / "tokenizer.json")), "tokenizer.json", "Fixed");
+  doc["padding"]["strategy"] = {{"Fixed", int64_t(1) << 40}};
+  std::ofstream(f / "tokenizer.json", std::ios::trunc) << doc.dump();
+  expect_refused(bounded_spread(tokenize(f / "tokenizer.json")), "tokenizer.json", "Fixed");
+}
+
+// NaN weights in PyLate's Dense made every vector NaN; ward pooling then threw std::invalid_argument (abort).
+TEST_F(UntrustedInput, NonFiniteWeightsInAFolderAreRefusedNamingTheTensor) {
+  const fs::path f = folder("pylate");
+  const std::string dense = (f / "1_Dense" / "model.safetensors").string();
+  auto tensors = spread::read_safetensors(dense);
+  ASSERT_EQ(tensors.count("linear.weight"), 1u);
+  tensors["linear.weight"][0][0] = std::numeric_limits<float>::quiet_NaN();
+  spread::write_safetensors(dense, tensors);
+  expect_refused(bounded_spread("eval --model " + f.string() + " --beir " + kBeir + " --pool-factors 1,2"),
+                 "1_Dense/model.safetensors", "linear.weight");
+}
+
+// --- D11, D16: sizes and names in a folder's files ----------------------------------------------------------------
+
+// 2^64 - 1 read as a signed size is -1; with a 0 beside it, the product passed the byte count (exit 1 from LibTorch).
+TEST_F(UntrustedInput, ASafetensorsDimensionOfTwoToThe64IsRefused) {
+  const fs::path f = folder("st");
+  std::ofstream(f / "model.safetensors", std::ios::binary | std::ios::trunc)
+      << safetensors_file(R"({"x":{"dtype":"F32","shape":[0,18446744073709551615],"data_offsets":[0,0]}})", "");
+  expect_refused(bounded_spread(encode(f)), "model.safetensors", "not a size");
+}
+
+// D12: torch::cat failed with exit 1, naming neither the file nor the tensor.
+TEST_F(UntrustedInput, AKeyProjectionOfTheWrongShapeIsNamed) {
+  const fs::path f = folder("st");
+  const std::string weights = (f / "model.safetensors").string();
+  auto tensors = spread::read_safetensors(weights);
+  const std::string key = "encoder.layer.0.attention.self.key.weight";
+  ASSERT_EQ(tensors.count(key), 1u);
+  tensors[key] = torch::zeros({tensors[key].size(0), tensors[key].size(1) + 1});
+  spread::write_safetensors(weights, tensors);
+  // Named beside config.json, as every shape that disagrees with it (HfTensors' source).
+  expect_refused(bounded_spread(encode(f)), key, "has shape");
+}
+
+TEST_F(UntrustedInput, ModulePathsAndShardNamesStayInsideTheFolder) {
+  fs::path f = folder("st");
+  auto modules = nlohmann::json::parse(std::ifstream(f / "modules.json"));
+  modules[0]["path"] = "../../other";
+  std::ofstream(f / "modules.json", std::ios::trunc) << modules.dump();
+  expect_refused(bounded_spread(encode(f)), "modules.json", "outside the folder");
+
+  f = folder("st");
+  fs::remove(f / "model.safetensors");
+  std::ofstream(f / "model.safetensors.index.json") << R"({"weight_map": {"embeddings.word_embeddings.weight":
+                                                          "/etc/passwd"}})";
+  const auto r = bounded_spread(encode(f));
+  expect_refused(r, "model.safetensors.index.json", "outside the folder");
+  EXPECT_EQ(r.output.find("root:"), std::string::npos) << r.output;
+}
+
+// D14: a size of 0 failed in LibTorch with exit 1; D18: a negative epsilon gave NaN vectors with exit 0.
+TEST_F(UntrustedInput, ZeroSizesAndNonPositiveEpsilonsAreRefused) {
+  struct Case {
+    const char* key;
+    nlohmann::json value;
+    const char* problem;
+  };
+  for (const Case& c : {Case{"hidden_size", 0, "not a size"}, Case{"max_position_embeddings", 0, "not a size"},
+                        Case{"layer_norm_eps", -1.0, "not a positive number"}}) {
+    SCOPED_TRACE(c.key);
+    const fs::path f = folder("st");
+    auto config = nlohmann::json::parse(std::ifstream(f / "config.json"));
+    ASSERT_TRUE(config.contains(c.key));
+    config[c.key] = c.value;
+    std::ofstream(f / "config.json", std::ios::trunc) << config.dump();
+    expect_refused(bounded_spread(encode(f)), "config.json", c.problem);
+  }
+}
+
+// D19: a length of 1 or 2 keeps only [CLS] and [SEP], so that every text got the same vector, with exit 0.
+TEST_F(UntrustedInput, AFoldersTextLengthBelowThreeIsRefused) {
+  const fs::path st = folder("st");
+  auto sbert = nlohmann::json::parse(std::ifstream(st / "sentence_bert_config.json"));
+  sbert["max_seq_length"] = 2;
+  std::ofstream(st / "sentence_bert_config.json", std::ios::trunc) << sbert.dump();
+  expect_refused(bounded_spread(encode(st)), "sentence_bert_config.json", "at least 3");
+  const fs::path pylate = folder("pylate");
+  auto colbert = nlohmann::json::parse(std::ifstream(pylate / "config_sentence_transformers.json"));
+  colbert["document_length"] = 1;
+  std::ofstream(pylate / "config_sentence_transformers.json", std::ios::trunc) << colbert.dump();
+  expect_refused(bounded_spread("eval --model " + pylate.string() + " --beir " + kBeir), "document_length",
+                 "at least 3");
+}
+
+// D15: a PyLate length past the model's positions failed mid-run with exit 1 (train refused it).
+TEST_F(UntrustedInput, APyLateLengthPastThePositionsIsRefused) {
+  const fs::path pylate = folder("pylate");
+  auto colbert = nlohmann::json::parse(std::ifstream(pylate / "config_sentence_transformers.json"));
+  colbert["document_length"] = 100000;
+  std::ofstream(pylate / "config_sentence_transformers.json", std::ios::trunc) << colbert.dump();
+  expect_refused(bounded_spread("eval --model " + pylate.string() + " --beir " + kBeir), "document_length",
+                 "positions");
+}
+
+// D22: the tokenizer refused the line without naming the file or the line.
+TEST_F(UntrustedInput, DiagnoseNamesTheLineOfInvalidUtf8) {
+  std::ofstream(out_ / "bad.txt") << "the cells\nthe \xff brain\nthe gene\n";
+  expect_refused(bounded_spread("diagnose --run " + (*dir_ / "st").string() + " --texts " +
+                                (out_ / "bad.txt").string()),
+                 (out_ / "bad.txt").string() + ":2", "UTF-8");
+}
+
+// --- D9, D10, D17: outputs ----------------------------------------------------------------------------------------
+
+TEST_F(UntrustedInput, AFifoAtAnOutputNameIsRefusedAndKept) {
+  const fs::path fifo = out_ / "e.npy";
+  make_fifo(fifo);
+  expect_refused(bounded_spread(encode(folder("st"))), "e.npy", "FIFO");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  expect_refused(bounded_spread(tokenize(folder("st") / "tokenizer.json") + " --out " + fifo.string()), "e.npy",
+                 "FIFO");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+}
+
+TEST_F(UntrustedInput, TokenizeRefusesASymbolicLinkAtItsOutput) {
+  std::ofstream(out_ / "victim.txt") << "keep";
+  fs::create_symlink(out_ / "victim.txt", out_ / "t.jsonl");
+  expect_refused(bounded_spread(tokenize(folder("st") / "tokenizer.json") + " --out " + (out_ / "t.jsonl").string()),
+                 "t.jsonl", "symbolic link");
+  EXPECT_TRUE(fs::is_symlink(out_ / "t.jsonl"));
+  EXPECT_EQ(file_bytes(out_ / "victim.txt"), "keep");
+}
+
+// A pid that no process has: a child's, after it has exited and been reaped.
+pid_t dead_pid() {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+// `encode --out` sweeps its folder before writing.
+TEST_F(UntrustedInput, TheSweepRemovesOnlySpreadsTemporariesOfThisHost) {
+  const std::string dead = std::to_string(dead_pid());
+  // Ours: the temporary name of a process of this host that has ended.
+  std::string ours = spread::temporary_name(out_ / "a.npy").filename().string();
+  ours = ours.substr(0, ours.rfind('-') + 1) + dead;
+  // A user's file and folder that only look like temporaries, and one of a dead process on another host.
+  const std::string users_file = ".notes.tmp-" + dead, users_folder = ".photos.tmp-" + dead;
+  const std::string other_host = ".a.npy.spread-tmp-otherhost-" + dead;
+  for (const auto& name : {ours, users_file, other_host}) std::ofstream(out_ / name) << "x";
+  fs::create_directories(out_ / users_folder / "inner");
+  std::ofstream(out_ / users_folder / "inner" / "keep.jpg") << "x";
+  const auto r = bounded_spread(encode(*dir_ / "st_hf"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_FALSE(fs::exists(out_ / ours));
+  EXPECT_TRUE(fs::exists(out_ / users_file));
+  EXPECT_TRUE(fs::exists(out_ / users_folder / "inner" / "keep.jpg"));
+  EXPECT_TRUE(fs::exists(out_ / other_host));
+  EXPECT_EQ(spread::stale_temporary_of(ours), std::optional<std::string>("a.npy"));
+}
+
+}  // namespace
