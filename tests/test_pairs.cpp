@@ -19,22 +19,14 @@
 #include "spread/util/csv.h"
 #include "spread/util/error.h"
 #include "shared_data.h"
+#include "user_error_message.h"
 
 namespace spread {
 namespace {
 
 const std::string kFixtures = std::string(SPREAD_TEST_DATA_DIR) + "/pairs";
 
-// The message of the UserError that `body` throws ("" when it throws none).
-template <typename Body>
-std::string user_error_message(Body&& body) {
-  try {
-    body();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
+using spread::testing::user_error_message;
 
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;

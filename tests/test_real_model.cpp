@@ -130,7 +130,7 @@ TEST(RealModel, MinedNegativesEqualSentenceTransformers) {
   std::string python;
   if (auto why = reference_or_skip({"sentence_transformers", "datasets"}, &python); !why.empty()) GTEST_SKIP() << why;
   const auto dir = spread::testing::fresh_temp_dir("real_mine");
-  const fs::path beir = small_scifact(scifact, 60, 300, dir / "beir");
+  const fs::path beir = small_scifact(scifact, 40, 160, dir / "beir");
   // The library's defaults; margins with a range skipped; a relative margin under a score ceiling.
   const std::vector<std::string> settings = {
       "--num-negatives 3",

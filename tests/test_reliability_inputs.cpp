@@ -19,22 +19,14 @@
 #include "spread/data/tokenizer.h"
 #include "spread/run/checkpoint.h"
 #include "spread/util/error.h"
+#include "user_error_message.h"
 
 namespace fs = std::filesystem;
 using namespace spread::testing;
 
 namespace {
 
-// The message of the UserError that `body` throws ("" when it throws none).
-template <typename Body>
-std::string user_error_message(Body&& body) {
-  try {
-    body();
-  } catch (const spread::UserError& e) {
-    return e.what();
-  }
-  return "";
-}
+using spread::testing::user_error_message;
 
 size_t occurrences(const std::string& haystack, const std::string& needle) {
   size_t n = 0;

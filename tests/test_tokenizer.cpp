@@ -16,6 +16,7 @@
 #include "spread/data/tokenizer.h"
 #include "spread/util/error.h"
 #include "shared_data.h"
+#include "user_error_message.h"
 
 namespace spread {
 namespace {
@@ -51,16 +52,7 @@ std::string temp_dir(const std::string& name) {
   return dir.string();
 }
 
-// The message of the UserError that `body` throws ("" when it throws none).
-template <typename Body>
-std::string user_error_message(Body&& body) {
-  try {
-    body();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
+using spread::testing::user_error_message;
 
 // --- UTF-8 -----------------------------------------------------------------------------------------------------
 

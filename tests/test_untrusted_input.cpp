@@ -32,6 +32,7 @@
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 #include "spread/util/json_depth.h"
+#include "user_error_message.h"
 
 namespace fs = std::filesystem;
 using spread::testing::CliResult;
@@ -60,15 +61,7 @@ void expect_refused(const CliResult& r, const std::string& file, const std::stri
   EXPECT_NE(r.output.find(what), std::string::npos) << r.output;
 }
 
-template <typename Body>
-std::string user_error_message(Body&& body) {
-  try {
-    body();
-  } catch (const spread::UserError& e) {
-    return e.what();
-  }
-  return "(no UserError)";
-}
+using spread::testing::user_error_message;
 
 std::string deep_json(int depth) { return std::string(size_t(depth), '[') + std::string(size_t(depth), ']'); }
 
