@@ -103,10 +103,10 @@ nlohmann::json mine_to_file(LoadedRun& run, const MineRequest& request) {
   const EncoderSpec spec = spec_of(run, "", request.batch_size);
   const auto start = std::chrono::steady_clock::now();
   const torch::Tensor docs = embed_with_prompt(run, data.corpus.texts(), spec, named_prompt(run, "document"),
-                                               /*normalize=*/true, "encoding the corpus");
+                                               /*normalize=*/false, "encoding the corpus");
   const torch::Tensor queries = embed_with_prompt(run, data.queries.texts(), spec, named_prompt(run, "query"),
-                                                  /*normalize=*/true, "encoding the queries");
-  // Normalised whatever the folder's modules say: mining scores by cosine, as the library does.
+                                                  /*normalize=*/false, "encoding the queries");
+  // Normalised here, once, whatever the folder's modules say: mining scores by cosine, as the library does.
   namespace F = torch::nn::functional;
   const auto unit = F::NormalizeFuncOptions().dim(1);
   const torch::Tensor d = F::normalize(docs, unit), q = F::normalize(queries, unit);
