@@ -1,6 +1,6 @@
 #pragma once
 #include "test_paths.h"
-// The full data sets (README: Data) as tests find them: $SPREAD_DATA, else ../shared/data beside the repository.
+// The full data sets (docs/data.md) as tests find them: $SPREAD_DATA, else ../shared/data beside the repository.
 // A test that needs one starts with SHARED_DATA_OR_SKIP(file, "stsb/stsb-en-train.csv"): when the path is absent it
 // skips, printing the path and how to get it, so that a clone without the data passes. With SPREAD_REQUIRE_DATA=1
 // (a machine that has the data, such as CI) it fails instead, so that a moved folder cannot turn checks into skips.
@@ -30,7 +30,7 @@ inline bool shared_data_required() {
 }
 
 inline std::string shared_data_missing(const std::string& relative) {
-  return shared_data_dir() + "/" + relative + " is absent (set SPREAD_DATA to the folder of the data sets; README: Data)";
+  return shared_data_dir() + "/" + relative + " is absent (set SPREAD_DATA to the folder of the data sets; docs/data.md)";
 }
 
 }  // namespace spread::testing

@@ -1,4 +1,4 @@
-// Alignment and uniformity (Wang & Isola 2020; SPEC.md 1.4) against hand-worked values and plain double loops.
+// Alignment and uniformity (Wang & Isola 2020; docs/design.md §7.4) against hand-worked values and plain double loops.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 

@@ -1,4 +1,4 @@
-// In-batch InfoNCE (SPEC.md 3) against hand-worked formulas, an independent scalar reference written out below
+// In-batch InfoNCE (docs/design.md §5) against hand-worked formulas, an independent scalar reference written out below
 // (plain loops over std::vector<double>, no LibTorch), central finite differences, and a PyTorch fixture written the
 // way sentence-transformers writes MultipleNegatives(Symmetric)RankingLoss and MatryoshkaLoss
 // (scripts/gen_contrastive_fixtures.py).

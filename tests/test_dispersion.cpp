@@ -1,5 +1,5 @@
-// Dispersion loss variants (SPEC.md 2) against an independent scalar reference written out below (plain loops over
-// std::vector<double>, no LibTorch), hand-worked values, and central finite differences.
+// Dispersion loss variants (docs/design.md §3) against an independent scalar reference written out below (plain loops
+// over std::vector<double>, no LibTorch), hand-worked values, and central finite differences.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -18,7 +18,7 @@ namespace {
 using spread::DispersionOptions;
 using Rows = std::vector<std::vector<double>>;
 
-constexpr double kNormEps = 1e-4;  // zh = z / (||z|| + 1e-4), the reference's epsilon (SPEC 2 step 2)
+constexpr double kNormEps = 1e-4;  // zh = z / (||z|| + 1e-4), the reference's epsilon (docs/design.md §3.2 step 2)
 
 // ---- scalar reference ------------------------------------------------------------------------------------------
 
@@ -506,7 +506,7 @@ TEST(Dispersion, ReducesInFloat32ForLowPrecisionInput) {
   }
 }
 
-// ---- SPEC 2 defaults and the two review findings ----------------------------------------------------------------
+// ---- docs/design.md §3.5 defaults and the two review findings ---------------------------------------------------
 
 TEST(Dispersion, DefaultsAreTheReferences) {
   DispersionOptions o;

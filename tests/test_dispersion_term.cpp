@@ -1,5 +1,5 @@
-// The wiring of the dispersion term (SPEC 2): which of the model's states each `layers` setting penalises, checked
-// against states recomputed here from the model's own modules, and that lambda > 0 reaches the parameters with
+// The wiring of the dispersion term (docs/design.md §3.4): which of the model's states each `layers` setting penalises,
+// checked against states recomputed here from the model's own modules, and that lambda > 0 reaches the parameters with
 // exactly the gradient of lambda * L_disp.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -9,7 +9,7 @@
 #include "spread/config/recipe.h"
 #include "spread/losses/dispersion.h"
 #include "spread/losses/dispersion_term.h"
-#include "spread/losses/objective.h"
+#include "spread/losses/weighted_loss.h"
 #include "spread/model/transformer.h"
 
 namespace {
@@ -124,7 +124,7 @@ TEST(DispersionTerm, LambdaAddsExactlyItsGradientToTheObjective) {
   recipe.loss.dispersion.enabled = true;
   auto objective_grad = [&](double lambda) {
     recipe.loss.dispersion.lambda = lambda;
-    auto objective = spread::make_objective(recipe);
+    auto objective = spread::make_lm_loss(recipe);
     auto out = model->forward(batch.x, objective.needs_hidden(), objective.needs_logits());
     return gradients(model, objective.compute({out, batch, 3}).total);
   };

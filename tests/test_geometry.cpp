@@ -1,4 +1,4 @@
-// Geometry diagnostics (SPEC.md 1.1, 1.2) against brute-force loops over all token pairs.
+// Geometry diagnostics (docs/design.md §7.1, §7.2) against brute-force loops over all token pairs.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -72,7 +72,7 @@ TEST(Geometry, MeanCosIdentityEqualsBruteForce) {
   EXPECT_NEAR(spread::mean_cos_incl(x), brute_mean_cos(x, true), 1e-12);
   EXPECT_NEAR(spread::mean_cos_excl(x), brute_mean_cos(x, false), 1e-12);
   const double n = 9, incl = spread::mean_cos_incl(x);
-  EXPECT_NEAR(spread::mean_cos_excl(x), (n * incl - 1) / (n - 1), 1e-12);  // SPEC's form, no zero rows here
+  EXPECT_NEAR(spread::mean_cos_excl(x), (n * incl - 1) / (n - 1), 1e-12);  // docs/design.md §7.1's form, no zero rows
 }
 
 TEST(Geometry, MeanCosInFloat32InputIsComputedInFloat64) {

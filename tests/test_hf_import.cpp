@@ -30,6 +30,7 @@
 #include "spread/interchange/hf_import.h"
 #include "spread/interchange/loaded_run.h"
 #include "spread/interchange/safetensors.h"
+#include "spread/interchange/sentence_modules_record.h"
 #include "spread/model/generate.h"
 #include "spread/run/setup.h"
 #include "spread/tasks/contrastive.h"
@@ -337,7 +338,7 @@ TEST_F(HfImport, MegatronBertHiddenStatesOfEveryLayerMatchTransformers) {
 
 TEST_F(HfImport, BertForMaskedLmLogitsMatchTransformers) {
   spread::LoadedRun run = spread::load_run(dir("bert_mlm").string());
-  EXPECT_EQ(run.recipe.train.objective, "mlm");
+  EXPECT_EQ(run.recipe.train.objective, spread::Objective::mlm);
   EXPECT_TRUE(run.model->config().mlm_transform);
   expect_hidden_states_match(dir("bert_mlm"), dir("bert_mlm.hidden.json"));
 }
@@ -350,7 +351,7 @@ TEST_F(HfImport, ShardedBf16CheckpointLoadsAsFloat32) {
 
 TEST_F(HfImport, Gpt2HiddenStatesAndLogitsMatchTransformers) {
   spread::LoadedRun run = spread::load_run(dir("gpt2").string());
-  EXPECT_EQ(run.recipe.train.objective, "lm");
+  EXPECT_EQ(run.recipe.train.objective, spread::Objective::lm);
   EXPECT_TRUE(run.model->config().gelu_tanh);
   EXPECT_EQ(run.model->config().block_size, 80);
   expect_hidden_states_match(dir("gpt2"), dir("gpt2.hidden.json"));
@@ -503,7 +504,7 @@ std::vector<std::vector<double>> expect_colbert_matches(spread::LoadedRun& run, 
 // A PyLate ColBERT folder read as one: its head, markers, lengths and skiplist, encoding as PyLate encodes.
 TEST_F(HfImport, PyLateColbertFolderMatchesTheLibrary) {
   spread::LoadedRun run = spread::load_run(dir("pylate").string());
-  ASSERT_EQ(run.recipe.train.objective, "maxsim");
+  ASSERT_EQ(run.recipe.train.objective, spread::Objective::maxsim);
   EXPECT_EQ(run.model->config().head_dim, 16);
   expect_colbert_matches(run, read_json(dir("pylate.json")));
   // The command line reaches it: late-interaction retrieval of a model folder.
@@ -690,9 +691,10 @@ TEST_F(HfImport, ContrastiveStepGivesSentenceTransformersLosses) {
             << " / " << loss_of(true, 0) << "\n";
 }
 
-// Fine-tune an imported sentence-transformers model (one with do_lower_case and an embedding table padded past its
-// tokenizer) contrastively, export it, load the export with the library: its encode equals `spread encode` of the
-// run, and the export is a BertModel again with do_lower_case and the padded rows kept.
+// Fine-tune an imported sentence-transformers model (one with do_lower_case, a Normalize module and an embedding
+// table padded past its tokenizer) contrastively, export it, load the export with the library: its encode (unit
+// vectors, as the folder's) equals `spread encode` of the run, and the export is a BertModel again with
+// do_lower_case, the Normalize module and the padded rows kept.
 TEST_F(HfImport, FineTunedSentenceTransformerExportsBackAndTheLibraryAgrees) {
   const auto run = train_from(*work_, dir("st_lower"), "st_finetune",
                               {"train.objective=contrastive", "data.source=pairs", "train.max_steps=3",
@@ -704,20 +706,40 @@ TEST_F(HfImport, FineTunedSentenceTransformerExportsBackAndTheLibraryAgrees) {
   EXPECT_EQ(read_json(out / "config.json").at("architectures")[0], "BertModel");
   EXPECT_EQ(read_json(out / "sentence_bert_config.json").at("do_lower_case"), true);
   EXPECT_EQ(read_json(out / "config.json").at("vocab_size"), 30522 + 6);  // the folder's padded embedding table
+  EXPECT_EQ(read_json(out / "modules.json").back().at("type"), "sentence_transformers.models.Normalize");
   const fs::path ref = *work_ / "st_finetune.st.json", npy = *work_ / "st_finetune.npy";
   const std::string cmd = fmt::format("'{}' '{}' st-encode '{}' '{}' '{}' > /dev/null 2>&1", python_, script(),
                                       out.string(), dir("texts.txt").string(), ref.string());
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  auto r = run_spread(fmt::format("encode --run '{}' --in '{}' --out '{}' --no-normalize", run,
-                                  dir("texts.txt").string(), npy.string()));
+  auto r = run_spread(fmt::format("encode --run '{}' --in '{}' --out '{}'", run, dir("texts.txt").string(),
+                                  npy.string()));
   ASSERT_EQ(r.code, 0) << r.output;
   Eigen::MatrixXd mine = spread::read_npy_matrix(npy.string());
   auto got = torch::from_blob(mine.data(), {mine.cols(), mine.rows()}, torch::kDouble).t().clone();
-  EXPECT_LE(max_abs(got, matrix(read_json(ref).at("embeddings"))), kTol);
+  const torch::Tensor library = matrix(read_json(ref).at("embeddings"));
+  EXPECT_LE(max_abs(got, library), kTol);
+  EXPECT_LE(max_abs(library.norm(2, 1), torch::ones({library.size(0)}, torch::kDouble)), 1e-6);
   // Training moved the weights: the fine-tuned embeddings are not the imported model's.
   const json before = read_json(dir("st_lower.st.json"));
-  auto normed = torch::nn::functional::normalize(got, torch::nn::functional::NormalizeFuncOptions().dim(1));
-  EXPECT_GT(max_abs(normed, matrix(before.at("embeddings"))), 1e-4);
+  EXPECT_GT(max_abs(got, matrix(before.at("embeddings"))), 1e-4);
+}
+
+// The wrapper of the folder a run started from goes into its export: prompts, the default prompt's name,
+// include_prompt, Normalize, as the folder's own files give them.
+TEST_F(HfImport, ExportKeepsTheStartingFoldersPromptsAndNormalize) {
+  const auto run = train_from(*work_, dir("st_prompts"), "st_prompts_finetune",
+                              {"train.objective=contrastive", "data.source=pairs", "train.max_steps=1"});
+  const fs::path out = *work_ / "st_prompts_export";
+  auto e = run_spread(fmt::format("export --run '{}' --out '{}'", run, out.string()));
+  ASSERT_EQ(e.code, 0) << e.output;
+  const json folder = read_json(dir("st_prompts") / "config_sentence_transformers.json");
+  const json exported = read_json(out / "config_sentence_transformers.json");
+  ASSERT_FALSE(folder.at("prompts").empty());
+  EXPECT_EQ(exported.at("prompts"), folder.at("prompts"));
+  EXPECT_EQ(exported.at("default_prompt_name"), folder.at("default_prompt_name"));
+  EXPECT_EQ(read_json(out / "1_Pooling" / "config.json").at("include_prompt"),
+            read_json(dir("st_prompts") / "1_Pooling" / "config.json").at("include_prompt"));
+  EXPECT_EQ(read_json(out / "modules.json").back().at("type"), "sentence_transformers.models.Normalize");
 }
 
 // train.init_from of a PyLate folder for objective maxsim: the run takes the folder's head, markers ("[Q] ", added
@@ -890,6 +912,37 @@ TEST_F(HfImport, ASavedTiedDecoderMustBeTheEmbedding) {
     EXPECT_NE(e.find(c.decoder), std::string::npos) << e;
     EXPECT_NE(e.find(c.fix), std::string::npos) << e;
   }
+}
+
+// The record a run keeps of its starting folder's wrapper: written and read back whole; a damaged one is a
+// UserError naming the file and key, and a run without one has none.
+TEST(SentenceModulesRecord, RoundTripsAndNamesADamagedKey) {
+  const fs::path dir = fs::temp_directory_path() / ("spread_st_record_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  EXPECT_FALSE(spread::recorded_sentence_modules(dir.string()).has_value());
+  spread::SentenceTransformersModules m;
+  m.normalize = true;
+  m.include_prompt = false;
+  m.prompts = {{"query", "query: "}, {"passage", "passage: "}};
+  m.default_prompt_name = "query";
+  spread::record_sentence_modules(dir.string(), m);
+  const auto back = spread::recorded_sentence_modules(dir.string());
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(back->normalize);
+  EXPECT_FALSE(back->include_prompt);
+  EXPECT_EQ(back->prompts, m.prompts);
+  EXPECT_EQ(back->default_prompt_name, "query");
+  std::ofstream(dir / spread::kSentenceModulesRecord)
+      << R"({"normalize": "yes", "include_prompt": true, "prompts": {}, "default_prompt_name": ""})";
+  try {
+    spread::recorded_sentence_modules(dir.string());
+    ADD_FAILURE() << "a damaged record was read";
+  } catch (const spread::UserError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(spread::kSentenceModulesRecord), std::string::npos) << what;
+    EXPECT_NE(what.find("normalize"), std::string::npos) << what;
+  }
+  fs::remove_all(dir);
 }
 
 TEST(HfImportBadFolder, EachProblemIsNamedWithItsFix) {

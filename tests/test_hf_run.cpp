@@ -31,7 +31,7 @@ using spread::testing::run_spread;
 
 namespace {
 
-// The real vocabularies (README: Data); the tests that read them skip, saying so, where the data root lacks them.
+// The real vocabularies (docs/data.md); the tests that read them skip, saying so, where the data root lacks them.
 const std::string kTokenizers = spread::testing::shared_data_dir() + "/tokenizers";
 const std::string kGpt2 = kTokenizers + "/gpt2";
 const std::string kBert = kTokenizers + "/bert-base-uncased/tokenizer.json";

@@ -1,4 +1,4 @@
-// The parts of the library include only the parts below them (README, Layout): checkpoints, run files and the
+// The parts of the library include only the parts below them (README, layout table): checkpoints, run files and the
 // run lock (run/) and the encoder's forward passes (encode/) sit below everything that uses them, Hugging Face
 // import and export are one part (interchange/), and nothing but the CLI's train command and the tools includes
 // train/. Read from the source tree, so a stray #include fails here rather than in a review.

@@ -1,4 +1,4 @@
-// Mean, CLS and last-token pooling (SPEC.md 3) against values written out by hand and plain loops, with padding
+// Mean, CLS and last-token pooling (docs/design.md §4) against values written out by hand and plain loops, with padding
 // that holds garbage (huge values, inf, NaN) so that any leak shows in the result or the gradient.
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -22,11 +22,12 @@
 #include "spread/run/setup.h"
 #include "spread/runtime/blas.h"
 #include "spread/runtime/direct_mm.h"
-#include "spread/runtime/packed_linear.h"
 #include "spread/runtime/gemm.h"
+#include "spread/runtime/packed_linear.h"
 #include "spread/runtime/precision.h"
 #include "spread/train/trainer.h"
 #include "spread/util/error.h"
+#include "spread/util/random.h"
 
 namespace fs = std::filesystem;
 using spread::testing::logged;
@@ -128,8 +129,8 @@ TEST(MixedLinear, Bf16OutputAndGradientsAreWithinTheBf16BoundOfFloat64) {
 }
 
 // The recomputing MLP output layer linear(gelu(h)) in bf16: GELU in float32 (spread's erfc approximation, relative
-// error < 2e-5, README "Fused CPU kernels"; far below u), then the same product bound as above with a = gelu(h);
-// its derivative Phi(h) + h phi(h) is float32 as well, with an error below 2e-5 (Phi(h) + |h| phi(h)).
+// error < 2e-5, docs/performance.md "Fused CPU kernels"; far below u), then the same product bound as above with
+// a = gelu(h); its derivative Phi(h) + h phi(h) is float32 as well, with an error below 2e-5 (Phi(h) + |h| phi(h)).
 TEST(MixedLinear, Bf16GeluLinearIsWithinTheBf16BoundOfFloat64) {
   SKIP_WITHOUT_BF16_INSTRUCTIONS();
   torch::manual_seed(4);

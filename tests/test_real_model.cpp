@@ -18,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using spread::testing::run_spread;
 
-constexpr double kScoreTolerance = 1e-4;  // the bar: |spread - reference| on the leaderboard's metrics
+constexpr double kScoreTolerance = 1e-4;  // the acceptance bar: |spread - reference| on the leaderboard's metrics
 
 std::string slurp(const fs::path& path) {
   std::ifstream in(path);

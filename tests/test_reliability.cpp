@@ -1,4 +1,4 @@
-// The spread binary under misuse and accidents (issue 15): two trainers on one run, kill -9, signals, divergence,
+// The spread binary under misuse and accidents: two trainers on one run, kill -9, signals, divergence,
 // bad options and arguments, paths that cannot be written, files changed under a run. Each test reproduces one
 // defect on a tiny char model (1 layer, width 32, block 32, batch 4, one thread) and checks the promise instead.
 #include <gtest/gtest.h>
@@ -24,7 +24,7 @@ namespace {
 // A run that trains until it is stopped, checkpointing every 10 steps.
 const char* kEndless = "max_steps = 100000000\nckpt_every = 10\n";
 
-// The repro of the issue: AdamW with no second-moment memory and lr 10 makes the weights NaN within a few steps.
+// The reported divergence, reproduced: AdamW with no second-moment memory and lr 10 makes the weights NaN within a few steps.
 const char* kDiverging = "--set train.lr=10 --set train.eps=1e-30 --set train.beta2=0 --set train.grad_clip=0 "
                          "--set train.warmup_steps=0 --set train.min_lr=0";
 

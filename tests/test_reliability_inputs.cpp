@@ -1,5 +1,5 @@
-// The spread binary and its readers under bad input and odd run directories (issue 29, items 3, 4, 8, 9, 10, 12,
-// 13, 15 and 18): directories given as files, --set values with commas, a symlink at train.lock, an unwritable
+// The spread binary and its readers under bad input and odd run directories, each case a defect found once:
+// directories given as files, --set values with commas, a symlink at train.lock, an unwritable
 // ckpt/, a 10 MB text line, a bad first JSONL row, errors that must name file and line, a failed fresh start, and
 // the small ones. Each test reproduces the defect on the tiny char model of reliability_run.h (a few steps).
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// What spread writes, under accidents (issue 29, output side): a write error or a kill never leaves a truncated file
+// What spread writes, under accidents: a write error or a kill never leaves a truncated file
 // or a temporary folder behind and never costs the previous good output; output paths are checked before the work,
 // with the OS's reason; a symbolic link at an output's name is refused, never replaced or written through; an
 // existing output is replaced (and --help says so); runs that a command cannot serve are refused with exit 2.

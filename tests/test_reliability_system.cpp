@@ -1,4 +1,4 @@
-// Reliability of the system around a run (issue 29): the data root that recipes name their data sets by, the
+// Reliability of the system around a run: the data root that recipes name their data sets by, the
 // memory estimate that refuses a shape the host cannot hold, and the local launcher and rendezvous of data-parallel
 // runs when a rank fails or the port is taken. CLI tests drive the built binary as a user would.
 #include <arpa/inet.h>

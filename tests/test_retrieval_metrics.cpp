@@ -1,4 +1,4 @@
-// Retrieval metrics (SPEC.md section 5) against values worked by hand, written as the formulas they come from, and
+// Retrieval metrics (docs/design.md §8.3) against values worked by hand, written as the formulas they come from, and
 // rank_documents against a full sort of (-score, id, index) tuples on tie-heavy random scores.
 #include <gtest/gtest.h>
 

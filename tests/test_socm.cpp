@@ -1,6 +1,7 @@
-// SOCM (SPEC.md 1.3) against a brute-force d x d reference (symmetric square roots by eigendecomposition, in float64
-// as the issue states it and in long double where float64 itself is the limit), against a 50-digit mpmath fixture
-// (scripts/gen_socm_fixtures.py), against closed forms, and for the properties the SPEC requires.
+// SOCM (docs/design.md §7.3) against a brute-force d x d reference (symmetric square roots by eigendecomposition, in
+// float64, the precision the accuracy target is stated in, and in long double where float64 itself is the limit),
+// against a 50-digit mpmath fixture (scripts/gen_socm_fixtures.py), against closed forms, and for the properties
+// that section lists.
 #include <gtest/gtest.h>
 #include "test_paths.h"
 
@@ -48,7 +49,7 @@ S trace_sqrt(const Mat<S>& m) {
   return es.eigenvalues().cwiseMax(S(0)).cwiseSqrt().sum();
 }
 
-// Normalised mean and biased covariance (d x d) of one list, as SPEC.md 1.3 writes them.
+// Normalised mean and biased covariance (d x d) of one list, as docs/design.md §7.3 writes them.
 template <class S>
 std::pair<Eigen::Matrix<S, Eigen::Dynamic, 1>, Mat<S>> mean_and_cov(const MatrixXd& x) {
   Mat<S> xs = x.cast<S>();
@@ -116,9 +117,9 @@ void expect_near_pair(const SocmPair& got, const SocmPair& want, double tol, con
   EXPECT_NEAR(got.socm, want.socm, tol) << what;
 }
 
-// Both references: float64 as the issue states the target (1e-7), and long double. Where a covariance is singular
-// (n <= d, or n > rank) each reference square root of a zero eigenvalue carries about sqrt(eps * ||Sigma||): up to
-// 6e-8 in total for float64 and 2e-9 for long double at these sizes (measured), while ours matches the 50-digit
+// Both references: float64, in which the accuracy target (1e-7) is stated, and long double. Where a covariance is
+// singular (n <= d, or n > rank) each reference square root of a zero eigenvalue carries about sqrt(eps * ||Sigma||):
+// up to 6e-8 in total for float64 and 2e-9 for long double at these sizes (measured), while ours matches the 50-digit
 // fixture to 1e-12 (MatchesTheMpmathFixturePairByPair). Full-rank pairs are held to 1e-12.
 void expect_matches_brute_force(const MatrixXd& a, const MatrixXd& b, const std::string& what,
                                 double long_double_tol = 1e-8) {
@@ -449,7 +450,7 @@ TEST(Socm, PaperCompatibleMatchesTheReferenceAlgorithm) {
 
 // A single-token second text has Sigma2 = 0, so the reference code's square root is sqrt(eps I) and
 // d_sigma = (tr Sigma1 - 2 d sqrt(eps)) / 4; at d = 768 the offset is 768 sqrt(1e-9) / 2 = 0.0121
-// (SPEC.md 1.3: "lowers d_sigma by about 0.012 at d=768").
+// (docs/design.md §7.3: "lowers d_sigma by about 0.012 at d=768").
 TEST(Socm, PaperCompatibleOffsetAtBertWidth) {
   Gen g(11);
   const MatrixXd a = g.list(40, 768, 0.05), b = g.list(1, 768);
@@ -587,7 +588,7 @@ TEST(Socm, TrainerMeansMatchBruteForceAndSkipEmptyLists) {
 
 // An independent float64 reference for the blocked path: per pair, the n1 x n2 cross matrix Xc1 Xc2^T / sqrt(n1 n2)
 // of the centred, normalised lists, its singular values by one-sided Jacobi (no thin basis, no Gram matrix, no GEMM
-// tiling), and the traces as squared Frobenius norms (SPEC.md 1.3).
+// tiling), and the traces as squared Frobenius norms (docs/design.md §7.3).
 SocmPair jacobi_reference(const MatrixXd& x1, const MatrixXd& x2) {
   auto centred = [](const MatrixXd& x, Eigen::VectorXd& mean) {
     Eigen::RowVectorXd mu = x.colwise().mean();

@@ -11,7 +11,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
+#include <sstream>
 
 #include "cli_run.h"
 #include "spread/config/recipe.h"
@@ -493,7 +495,107 @@ TEST(Recipe, ObjectivesCheckTheirDataAndModel) {
                                                   "model.causal=false", "model.block_size=256"});
   EXPECT_EQ(spread::model_config(late, 50).head_dim, 128);
   // Existing recipes (no objective key) are LM recipes, as before.
-  EXPECT_EQ(spread::parse_recipe("", "r.toml").train.objective, "lm");
+  EXPECT_EQ(spread::parse_recipe("", "r.toml").train.objective, spread::Objective::lm);
+}
+
+// The registry against a table written from what each objective is (a hand-written expectation, not the code's),
+// and each trait against what the recipe, the memory estimate and the task factory do with it.
+TEST(ObjectiveRegistry, EveryObjectiveHasEveryTrait) {
+  using spread::Attention;
+  using spread::Head;
+  using spread::Inputs;
+  using spread::Objective;
+  struct Expected {
+    Objective objective;
+    const char* name;
+    Inputs inputs;
+    Attention attention;
+    Head head;
+  };
+  const std::vector<Expected> table{
+      {Objective::lm, "lm", Inputs::text, Attention::causal, Head::next_token},
+      {Objective::mlm, "mlm", Inputs::text, Attention::bidirectional, Head::masked_token},
+      {Objective::contrastive, "contrastive", Inputs::pairs, Attention::either, Head::none},
+      {Objective::maxsim, "maxsim", Inputs::pairs, Attention::bidirectional, Head::token_vectors},
+  };
+  ASSERT_EQ(spread::objectives().size(), table.size()) << "a new objective needs a row here";
+  for (size_t i = 0; i < table.size(); ++i) {
+    const auto& want = table[i];
+    const spread::ObjectiveTraits& t = *spread::objectives()[i];
+    SCOPED_TRACE(want.name);
+    EXPECT_EQ(t.objective, want.objective);
+    EXPECT_EQ(&spread::traits_of(want.objective), &t);
+    EXPECT_STREQ(t.name, want.name);
+    EXPECT_EQ(spread::objective_named(want.name), want.objective);
+    EXPECT_GT(std::string(t.summary).size(), 20u);
+    EXPECT_EQ(t.inputs, want.inputs);
+    EXPECT_EQ(t.attention, want.attention);
+    EXPECT_EQ(t.head, want.head);
+    ASSERT_NE(t.activations, nullptr);
+    ASSERT_NE(t.make_task, nullptr);
+    // The recipe spells it by name both ways, and asks for the data its inputs say.
+    const std::string source = want.inputs == Inputs::pairs ? "wordnet_pairs" : "wordnet";
+    auto r = spread::parse_recipe("", "r.toml", {std::string("train.objective=") + want.name, "data.source=" + source,
+                                                 "model.causal=" + std::string(want.attention == Attention::causal ? "true" : "false"),
+                                                 "model.block_size=256"});
+    EXPECT_NE(spread::recipe_to_toml(r).find(std::string("objective = '") + want.name + "'"), std::string::npos);
+    const std::string other = want.inputs == Inputs::pairs ? "wordnet" : "wordnet_pairs";
+    EXPECT_THROW(spread::parse_recipe("", "r.toml", {std::string("train.objective=") + want.name, "data.source=" + other,
+                                                     "model.causal=false", "model.block_size=256"}),
+                 spread::UserError);
+    // A bidirectional objective refuses the causal mask; the others take it.
+    const std::vector<std::string> causal{std::string("train.objective=") + want.name, "data.source=" + source,
+                                          "model.causal=true", "model.block_size=256"};
+    if (want.attention == Attention::bidirectional) EXPECT_THROW(spread::parse_recipe("", "r.toml", causal), spread::UserError);
+    else EXPECT_NO_THROW(spread::parse_recipe("", "r.toml", causal));
+    EXPECT_EQ(r.is_encoder_objective(), want.head != Head::next_token);
+    // The memory estimate's view: tokens of one micro-step, and logits exactly for the vocabulary heads.
+    const spread::MicroStepSizes sizes{4, 0, 1, 64, 1000};
+    const auto shape = t.activations(r, sizes);
+    EXPECT_GT(shape.tokens, 0);
+    EXPECT_FALSE(shape.length_keys.empty());
+    EXPECT_EQ(shape.logit_floats > 0, want.head == Head::next_token || want.head == Head::masked_token);
+  }
+  EXPECT_EQ(spread::objective_named("dpo"), std::nullopt);
+  try {
+    spread::parse_recipe("", "r.toml", {"train.objective=dpo"});
+    FAIL() << "accepted objective dpo";
+  } catch (const spread::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"lm\", \"mlm\", \"contrastive\" or \"maxsim\""), std::string::npos) << e.what();
+  }
+}
+
+// The recipe reference is generated from the schema: every key has a meaning, the defaults are the structs' (a few
+// checked by hand against recipe.h), and docs/recipe_reference.md is the generator's output, so that the page can
+// never drift from the parser. Regenerate it with `build/spread recipe --keys --markdown > docs/recipe_reference.md`.
+TEST(RecipeReference, EveryKeyIsDescribedAndTheDocsAreCurrent) {
+  std::string page;
+  ASSERT_NO_THROW(page = spread::recipe_reference(/*markdown=*/true));
+  EXPECT_NE(page.find("| `batch_size` | integer | `12` | 1 .. 1048576 |"), std::string::npos);
+  EXPECT_NE(page.find("| `objective` | string | `'lm'` | lm, mlm, contrastive, maxsim |"), std::string::npos);
+  EXPECT_NE(page.find("| `lr` | number | `0.001` |"), std::string::npos);
+  EXPECT_NE(page.find("## [loss.pooling_aware]"), std::string::npos);
+  // One row per key of the resolved recipe (a "leaf = value" line of its TOML).
+  auto count_lines = [](const std::string& text, const std::function<bool(const std::string&)>& keep) {
+    std::istringstream lines(text);
+    int n = 0;
+    for (std::string line; std::getline(lines, line);) n += keep(line) ? 1 : 0;
+    return n;
+  };
+  const int rows = count_lines(page, [](const std::string& l) { return l.rfind("| `", 0) == 0; });
+  const int keys = count_lines(spread::recipe_to_toml(spread::parse_recipe("", "r.toml")), [](const std::string& l) {
+    return !l.empty() && l[0] != '#' && l[0] != '[' && l.find(" = ") != std::string::npos;
+  });
+  EXPECT_EQ(rows, keys);
+  EXPECT_GT(rows, 100);
+  const fs::path docs = fs::path(SPREAD_TEST_DATA_DIR) / ".." / ".." / "docs" / "recipe_reference.md";
+  std::ifstream in(docs);
+  ASSERT_TRUE(in.good()) << docs;
+  const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(written, page) << docs << " is not the schema's reference: regenerate it with "
+                           << "`build/spread recipe --keys --markdown > docs/recipe_reference.md`";
+  const std::string text = spread::recipe_reference(/*markdown=*/false);
+  EXPECT_NE(text.find("train.batch_size  (integer, default 12; 1 .. 1048576)"), std::string::npos) << text.substr(0, 400);
 }
 
 namespace {

@@ -19,6 +19,7 @@
 #include "spread/tasks/lm.h"
 #include "spread/train/trainer.h"
 #include "spread/util/error.h"
+#include "spread/util/random.h"
 
 namespace fs = std::filesystem;
 
@@ -246,8 +247,8 @@ TEST(Train, DispersionWithLambdaZeroTrainsBitwiseLikeNoDispersion) {
 // The LM task must train exactly as the loop did before tasks existed: these reference losses were written by the
 // spread of commit 5e614b0 (scripts/gen_lm_reference.sh) on this file's tiny recipe, with and without gradient
 // accumulation. The tolerance only absorbs other CPUs' BLAS kernels: a changed batch, seed, RNG order or loss
-// moves these numbers by 1e-2 or more. (A dispersion run was in the fixture until SPEC 2's epsilon 1e-4 replaced
-// 1e-2 on purpose, which moves its losses by ~1e-3; the term's wiring and formulas have their own tests.)
+// moves these numbers by 1e-2 or more. (A dispersion run was in the fixture until the epsilon 1e-4 of docs/design.md
+// §3.2 replaced 1e-2 on purpose, which moves its losses by ~1e-3; the term's wiring and formulas have their own tests.)
 TEST(Train, LmTaskReproducesTheReferenceLosses) {
   auto dir = temp_dir("lm_reference");
   const std::map<std::string, std::vector<std::string>> runs = {

@@ -1,4 +1,4 @@
-// Ward token pooling (SPEC.md 4) against SciPy: trees, heights (1e-12) and flat clusters from
+// Ward token pooling (docs/design.md §6.3) against SciPy: trees, heights (1e-12) and flat clusters from
 // scripts/gen_ward_fixtures.py (n in {2, 3, 17, 180, 300}, ties and duplicate vectors, cosine and euclidean
 // distances); the budgets' edge cases; pooled rows against cluster means computed here; batches against single
 // documents; the calibration against the fixture's heights.
@@ -78,7 +78,7 @@ RowMatrixXd stack(const RowMatrixXd& top, const RowMatrixXd& bottom) {
 // A protected row that is neither unit nor like any fixture row, so that it cannot pass by accident.
 RowMatrixXd protected_row(int64_t d) { return RowMatrixXd::Constant(1, d, 3.0); }
 
-// The cluster means of SPEC.md 4 step 5, computed here from labels: normalize(sum / count).
+// The cluster means of docs/design.md §6.3 step 6, computed here from labels: normalize(sum / count).
 RowMatrixXd expected_means(const RowMatrixXd& y, const std::vector<int64_t>& labels) {
   const int64_t k = *std::max_element(labels.begin(), labels.end()) + 1;
   RowMatrixXd sums = RowMatrixXd::Zero(k, y.cols());

@@ -17,5 +17,6 @@ int cmd_tokenize(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_mine(int argc, char** argv);
 int cmd_split(int argc, char** argv);
+int cmd_recipe(int argc, char** argv);
 
 }  // namespace spread::cli

@@ -138,10 +138,10 @@ int cmd_eval(int argc, char** argv) {
   if (args.count("pool-factors")) pool_factors(args["pool-factors"].as<std::string>());  // fails before loading
   if (args.count("out")) prepare_output_file(args["out"].as<std::string>(), "--out");
   LoadedRun run = load_run(model_source(args));
-  if (run.recipe.train.objective == "maxsim") return eval_late_interaction(run, args, limits);
+  if (run.recipe.objective().head == Head::token_vectors) return eval_late_interaction(run, args, limits);
   if (args.count("pool-factors"))
-    throw UserError("--pool-factors: only a late-interaction run (train.objective = \"maxsim\") has token vectors "
-                    "to pool; " + run.dir + " is \"" + run.recipe.train.objective + "\"");
+    throw UserError("--pool-factors: only a late-interaction run has token vectors to pool; " + run.dir + " is \"" +
+                    name_of(run.recipe.train.objective) + "\"");
   const bool embeddings = args.count("sts") || args.count("beir") || run.recipe.is_encoder_objective();
   return embeddings ? eval_embeddings(run, args, limits) : eval_lm(run, args, limits);
 }

@@ -40,6 +40,7 @@ commands:
   export     a run as a Hugging Face GPT-2 folder (LM) or a sentence-transformers folder (encoder)
   tokenize   token ids of text lines (--decode: text of id lists) with a Hugging Face tokenizer or a run's own
   info       this build's LibTorch, whether it has CUDA and which GPUs it sees, BLAS and threads
+  recipe     the recipe reference: every key, its type, default, allowed values and meaning (--keys)
 )";
 
 int dispatch(int argc, char** argv) {
@@ -58,6 +59,7 @@ int dispatch(int argc, char** argv) {
   if (cmd == "diagnose") return spread::cli::cmd_diagnose(sub_argc, sub_argv);
   if (cmd == "report") return spread::cli::cmd_report(sub_argc, sub_argv);
   if (cmd == "pool") return spread::cli::cmd_pool(sub_argc, sub_argv);
+  if (cmd == "recipe") return spread::cli::cmd_recipe(sub_argc, sub_argv);
   if (cmd == "calibrate") return spread::cli::cmd_calibrate(sub_argc, sub_argv);
   if (cmd == "export") return spread::cli::cmd_export(sub_argc, sub_argv);
   if (cmd == "tokenize") return spread::cli::cmd_tokenize(sub_argc, sub_argv);

@@ -103,7 +103,7 @@ int cmd_mine(int argc, char** argv) {
   prepare_output_file(request.out, "--out");
   LoadedRun run = load_run(model_source(args));
   if (!run.recipe.is_encoder_objective())
-    throw UserError(run.dir + " is a \"" + run.recipe.train.objective + "\" model: mining needs a text encoder");
+    throw UserError(run.dir + " is a \"" + name_of(run.recipe.train.objective) + "\" model: mining needs a text encoder");
   const nlohmann::json s = mine_to_file(run, request);
   if (args.count("json")) {
     fmt::print("{}\n", s.dump());

@@ -56,7 +56,7 @@ WardPoolOptions parse_options(const cxxopts::ParseResult& args) {
 
 int cmd_pool(int argc, char** argv) {
   cxxopts::Options options("spread pool",
-                           "Ward token pooling (SPEC.md 4) of .npy token lists, one n x d float32/float64 file per "
+                           "Ward token pooling (docs/design.md §6.3) of .npy token lists, one n x d float32/float64 file per "
                            "document.\nWrites OUT/<name>.npy (pooled vectors, float64) and OUT/<name>.labels.npy "
                            "(int64 cluster of each token, -1 = protected).\n" + std::string(kOutputRule));
   options.add_options()

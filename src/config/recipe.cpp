@@ -5,15 +5,19 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <toml++/toml.h>
+#include <type_traits>
 
 #include "spread/util/error.h"
 #include "spread/util/file.h"
@@ -33,7 +37,16 @@ struct Field {
   std::string type_name;
   std::function<void(Recipe&, const toml::node&, const Origin&)> parse;
   std::function<void(const Recipe&, toml::table&, const std::string& leaf)> emit;
+  std::string allowed;  // the values parse accepts, for the reference ("" = any of the type)
 };
+
+// "lo..hi" for the recipe reference; the largest values read as "no limit".
+template <class T>
+std::string range_text(T lo, T hi) {
+  bool unbounded = hi == std::numeric_limits<T>::max();
+  if constexpr (std::is_floating_point_v<T>) unbounded = unbounded || std::isinf(hi);
+  return unbounded ? fmt::format(">= {}", lo) : fmt::format("{} .. {}", lo, hi);
+}
 
 [[noreturn]] void fail(const Origin& at, const std::string& key, const std::string& problem,
                        const std::string& hint = "") {
@@ -58,7 +71,7 @@ template <class T>
 using CRef = std::function<const T&(const Recipe&)>;
 
 Field int_field(std::string key, Ref<int64_t> ref, int64_t lo, int64_t hi) {
-  Field f{key, "integer", nullptr, nullptr};
+  Field f{key, "integer", nullptr, nullptr, range_text(lo, hi)};
   f.parse = [=](Recipe& r, const toml::node& n, const Origin& at) {
     if (!n.is_integer()) fail(at, key, "expected an integer, got " + node_type_name(n));
     int64_t v = n.as_integer()->get();
@@ -72,7 +85,7 @@ Field int_field(std::string key, Ref<int64_t> ref, int64_t lo, int64_t hi) {
 }
 
 Field float_field(std::string key, Ref<double> ref, double lo, double hi) {
-  Field f{key, "number", nullptr, nullptr};
+  Field f{key, "number", nullptr, nullptr, range_text(lo, hi)};
   f.parse = [=](Recipe& r, const toml::node& n, const Origin& at) {
     if (!n.is_number()) fail(at, key, "expected a number, got " + node_type_name(n));
     double v = n.is_integer() ? double(n.as_integer()->get()) : n.as_floating_point()->get();
@@ -99,7 +112,7 @@ Field bool_field(std::string key, Ref<bool> ref) {
 
 // choices empty = any string.
 Field string_field(std::string key, Ref<std::string> ref, std::vector<std::string> choices = {}) {
-  Field f{key, "string", nullptr, nullptr};
+  Field f{key, "string", nullptr, nullptr, fmt::format("{}", fmt::join(choices, ", "))};
   f.parse = [=](Recipe& r, const toml::node& n, const Origin& at) {
     if (!n.is_string()) fail(at, key, "expected a string, got " + node_type_name(n));
     std::string v = n.as_string()->get();
@@ -109,6 +122,26 @@ Field string_field(std::string key, Ref<std::string> ref, std::vector<std::strin
   };
   f.emit = [=](const Recipe& r, toml::table& t, const std::string& leaf) {
     t.insert_or_assign(leaf, ref(const_cast<Recipe&>(r)));
+  };
+  return f;
+}
+
+// train.objective: one of the registry's names (config/objective.h).
+Field objective_field(std::string key, Ref<Objective> ref) {
+  std::vector<std::string> names;
+  for (const auto* t : objectives()) names.push_back(t->name);
+  Field f{key, "string", nullptr, nullptr, fmt::format("{}", fmt::join(names, ", "))};
+  f.parse = [=](Recipe& r, const toml::node& n, const Origin& at) {
+    if (!n.is_string()) fail(at, key, "expected a string, got " + node_type_name(n));
+    const std::string v = n.as_string()->get();
+    const auto objective = objective_named(v);
+    if (!objective)
+      fail(at, key, fmt::format("'{}' is not allowed", v),
+           "use one of: " + objective_names([](const ObjectiveTraits&) { return true; }));
+    ref(r) = *objective;
+  };
+  f.emit = [=](const Recipe& r, toml::table& t, const std::string& leaf) {
+    t.insert_or_assign(leaf, name_of(ref(const_cast<Recipe&>(r))));
   };
   return f;
 }
@@ -140,7 +173,7 @@ Field string_list_field(std::string key, Ref<std::vector<std::string>> ref) {
 
 // An array of integers (an empty array is allowed).
 Field int_list_field(std::string key, Ref<std::vector<int64_t>> ref, int64_t lo, int64_t hi) {
-  Field f{key, "array of integers", nullptr, nullptr};
+  Field f{key, "array of integers", nullptr, nullptr, "each " + range_text(lo, hi)};
   f.parse = [=](Recipe& r, const toml::node& n, const Origin& at) {
     if (!n.is_array()) fail(at, key, "expected an array of integers, got " + node_type_name(n));
     std::vector<int64_t> out;
@@ -254,7 +287,7 @@ const std::vector<Field>& schema() {
       bool_field("model.embedding_norm", REF(model.embedding_norm)),
       bool_field("model.first_block_norm", REF(model.first_block_norm)),
       bool_field("model.mlm_dense_bias", REF(model.mlm_dense_bias)),
-      string_field("train.objective", REF(train.objective), {"lm", "mlm", "contrastive", "maxsim"}),
+      objective_field("train.objective", REF(train.objective)),
       string_field("train.init_from", REF(train.init_from)),
       string_field("train.precision", REF(train.precision), {"fp32", "bf16"}),
       int_field("train.batch_size", REF(train.batch_size), 1, 1 << 20),
@@ -322,6 +355,125 @@ const std::vector<Field>& schema() {
 }
 
 #undef REF
+
+// What each key means, for the recipe reference (docs/recipe_reference.md, `spread recipe --keys`). Every key of
+// the schema has one (RecipeReference.EveryKeyIsDescribedAndTheDocsAreCurrent).
+const std::map<std::string, std::string>& key_meanings() {
+  static const std::map<std::string, std::string> meanings{
+      {"run.name", "the run's folder name under run.out_dir"},
+      {"run.out_dir", "where run folders are made"},
+      {"run.seed", "seed of the model's initial weights, the data order and dropout"},
+      {"run.threads", "threads of LibTorch and BLAS; 0 = the fastest setting measured for this machine's cores"},
+      {"run.device", "cpu, cuda or cuda:N"},
+      {"data.source", "where examples come from: text or wordnet (plain text, for lm and mlm); pairs, wordnet_pairs, stsb, sick or beir (pairs, for contrastive and maxsim)"},
+      {"data.path", "the text or pair files, the STS-B / SICK file, or the BEIR folder; ${data_root} stands for data.root"},
+      {"data.val_fraction", "held out for validation: the corpus's last fraction (text), a seeded sample of examples (pairs)"},
+      {"data.max_length", "encoder objectives: tokens per text, [CLS] and [SEP] included; 0 = model.block_size"},
+      {"data.columns", "pair files: the [anchor, positive, negative...] column names; empty = found by name"},
+      {"data.strict", "pair files: a bad row is an error instead of being skipped and counted"},
+      {"data.hard_negatives", "sick: only the entailment pairs that have a contradiction, which becomes a hard negative"},
+      {"data.qrels", "beir: the split qrels/NAME.tsv; empty = train.tsv when present, else the only one"},
+      {"data.root", "the data folder ${data_root} stands for; empty = $SPREAD_DATA, else ../shared/data"},
+      {"tokenizer.kind", "char, a trained sentencepiece bpe or unigram vocabulary, or hf (a Hugging Face tokenizer)"},
+      {"tokenizer.vocab_size", "bpe and unigram: the vocabulary to train"},
+      {"tokenizer.model", "bpe and unigram: an existing sentencepiece model file instead of training one"},
+      {"tokenizer.path", "hf: a tokenizer.json, vocab.txt, vocab.json or the folder holding one"},
+      {"tokenizer.query_marker", "hf with maxsim: the vocabulary entry that marks queries (e.g. [unused0])"},
+      {"tokenizer.document_marker", "hf with maxsim: the vocabulary entry that marks documents (e.g. [unused1])"},
+      {"tokenizer.lowercase", "hf: each text through Python's str.lower() first (a sentence-transformers folder's do_lower_case)"},
+      {"model.n_layer", "transformer blocks"},
+      {"model.n_head", "attention heads"},
+      {"model.n_embd", "width of the hidden states"},
+      {"model.vocab_size", "embedding rows; 0 = the tokenizer's ids (more: a table padded past them)"},
+      {"model.block_size", "positions: the longest sequence the model reads"},
+      {"model.dropout", "dropout of attention, residual and embeddings while training"},
+      {"model.bias", "biases in the linear layers"},
+      {"model.causal", "the causal mask (a decoder); false = attention both ways (an encoder)"},
+      {"model.recompute", "recompute attention probabilities and GELU outputs in backward: less memory, a little more time"},
+      {"model.head_dim", "maxsim: width of the multi-vector head (other objectives have no head)"},
+      {"model.norm_position", "pre (GPT-2, Llama) or post (BERT: the norm after each residual add and the embeddings)"},
+      {"model.activation", "gelu (exact) or gelu_tanh (GPT-2's gelu_new)"},
+      {"model.intermediate_size", "MLP width; 0 = 4 x n_embd"},
+      {"model.layer_norm_eps", "the norms' epsilon"},
+      {"model.type_vocab_size", "BERT's token types (2); 0 = none"},
+      {"model.mlm_transform", "BERT's MLM prediction head (dense, activation, norm, decoder bias)"},
+      {"model.positions", "learned (a position table) or rope (rotary positions on queries and keys)"},
+      {"model.rope_theta", "the rotary base"},
+      {"model.norm", "layernorm or rmsnorm"},
+      {"model.norm_bias", "the LayerNorms' bias (RMSNorm has none)"},
+      {"model.mlp", "gelu: proj(act(fc x)); geglu: proj(gelu(gate x) * up x); swiglu: the same with SiLU"},
+      {"model.n_kv_head", "grouped-query attention: key/value heads, a divisor of n_head; 0 = n_head"},
+      {"model.tie_embeddings", "the output matrix is the token embedding; false = one of its own"},
+      {"model.attention_window", "> 0: local layers see keys within attention_window / 2 positions either way (ModernBERT)"},
+      {"model.global_every", "with a window: layer i attends globally when i % global_every == 0; 0 = none does"},
+      {"model.local_rope_theta", "the local layers' rotary base; 0 = rope_theta"},
+      {"model.embedding_norm", "a norm after the token embeddings in a pre-norm model (ModernBERT)"},
+      {"model.first_block_norm", "false: block 0 attends to the embedding norm's output directly (ModernBERT)"},
+      {"model.mlm_dense_bias", "the MLM head's dense bias (with mlm_transform)"},
+      {"train.objective", "what is trained: lm (next token), mlm (masked tokens), contrastive (pooled embeddings), maxsim (late interaction)"},
+      {"train.init_from", "the initial weights: a run folder's newest checkpoint, a spread export, or a Hugging Face / sentence-transformers / PyLate folder (which also gives the model's shape and tokenizer)"},
+      {"train.precision", "fp32, or bf16 for the linear layers (weights, optimizer state and checkpoints stay float32)"},
+      {"train.batch_size", "examples per micro-step (per rank when data-parallel)"},
+      {"train.grad_accum", "micro-steps per optimizer step"},
+      {"train.max_steps", "optimizer steps of the run"},
+      {"train.lr", "peak learning rate, reached after warmup_steps"},
+      {"train.min_lr", "the learning rate the cosine decay ends at"},
+      {"train.warmup_steps", "linear warmup from 0 to lr"},
+      {"train.weight_decay", "AdamW's decoupled weight decay, on parameters of two or more dimensions (not norms or biases)"},
+      {"train.beta1", "AdamW's first-moment decay"},
+      {"train.beta2", "AdamW's second-moment decay"},
+      {"train.eps", "AdamW's epsilon"},
+      {"train.grad_clip", "the gradient's global norm is clipped to this; 0 = no clipping"},
+      {"train.eval_every", "steps between evaluations (and the last step); 0 = none"},
+      {"train.eval_batches", "validation batches per evaluation"},
+      {"train.ckpt_every", "steps between checkpoints (and the last step); 0 = none but on SIGINT / SIGTERM"},
+      {"train.keep_last", "the newest checkpoints kept"},
+      {"train.keep_best", "an evaluation metric (ndcg@10, sts_spearman, val_loss...) whose best checkpoint is kept too and named in best.json; empty = off"},
+      {"train.log_every", "steps between log lines"},
+      {"train.max_bad_steps", "consecutive non-finite steps before the run stops as diverged"},
+      {"loss.dispersion.enabled", "add lambda x the dispersion loss to the LM loss"},
+      {"loss.dispersion.lambda", "the dispersion term's weight (0 = computed and logged, no gradient)"},
+      {"loss.dispersion.variant", "angular, cosine, l2_repel, hinge or decorrelation (docs/design.md)"},
+      {"loss.dispersion.tau", "the temperature of the log-mean-exp variants (angular, l2_repel)"},
+      {"loss.dispersion.clamp", "the straight-through clamp t of cosines before arccos (angular, hinge): |C| <= 1 - t"},
+      {"loss.dispersion.max_tokens", "tokens subsampled per layer for the pairwise term"},
+      {"loss.dispersion.layers", "last, all, or an array of layer indices (0 = the embedding output, i = block i)"},
+      {"loss.dispersion.after_norm", "the last block's output after the final norm, as the LM head sees it"},
+      {"loss.mlm.mask_prob", "share of non-special tokens chosen; of those 80% become [MASK], 10% a random token, 10% stay"},
+      {"loss.contrastive.temperature", "InfoNCE temperature (scale = 1 / temperature; sentence-transformers' 20 is 0.05)"},
+      {"loss.contrastive.symmetric", "also the loss of positives against the anchors"},
+      {"loss.contrastive.mask_duplicates", "a candidate whose text equals the anchor's positive is not a negative"},
+      {"loss.contrastive.mini_batch", "> 0: the cached mode (GradCache) with mini-batches of this many texts; 0 = one pass"},
+      {"loss.contrastive.simcse", "unsupervised: the positive is the anchor under another dropout mask"},
+      {"loss.contrastive.matryoshka_dims", "the loss also on these leading widths of the embedding; empty = the full width only"},
+      {"loss.contrastive.pooling", "how token states become one embedding: mean, cls, last (token), max or weightedmean"},
+      {"loss.contrastive.gather", "data-parallel: every rank scores against the whole global batch"},
+      {"loss.maxsim.query_length", "tokens per query, markers included"},
+      {"loss.maxsim.document_length", "tokens per document, markers included"},
+      {"loss.maxsim.query_expansion", "queries padded with [MASK] to query_length, which attend and score (ColBERT)"},
+      {"loss.maxsim.skiplist", "document tokens that are punctuation take no part in MaxSim"},
+      {"loss.maxsim.skiplist_words", "with skiplist and kind hf: the vocabulary entries skipped instead (PyLate's skiplist_words)"},
+      {"loss.maxsim.gather", "data-parallel: every query is scored against the global batch's documents"},
+      {"loss.maxsim.temperature", "scores / temperature before the cross-entropy"},
+      {"loss.pooling_aware.enabled", "add the loss on Ward-pooled documents to the loss on full ones"},
+      {"loss.pooling_aware.pool_factor", "tokens per pooled vector in the loss's pooled documents"},
+      {"loss.pooling_aware.weight_full", "weight of the loss on full documents"},
+      {"loss.pooling_aware.weight_pooled", "weight of the loss on pooled documents"},
+      {"loss.pooling_aware.ste", "how a pooled vector's gradient reaches its members: mean (their share) or identity"},
+      {"loss.pooling_aware.ward_distance", "cosine or euclidean distance for Ward clustering"},
+      {"loss.pooling_aware.protected_tokens", "leading document tokens never pooled ([CLS], the marker)"},
+      {"diagnostics.every", "steps between geometry probes on a fixed validation batch; 0 = off"},
+      {"diagnostics.early_every", "also a probe every N steps up to early_until; 0 = off"},
+      {"diagnostics.early_until", "the last step of the early probes"},
+      {"diagnostics.probe_texts", "sequences in the probe batch"},
+      {"diagnostics.max_pairs", "cross-text token pairs sampled for batch_mean_cos"},
+      {"diagnostics.socm", "also SOCM over all pairs of probe texts (last layer)"},
+      {"eval.sts", "an STS CSV (sentence1, sentence2, score) or SICK.txt: Spearman of cosine against gold, at each evaluation"},
+      {"eval.beir", "a BEIR folder: nDCG@10, MRR@10 and Recall@100 by exact search, at each evaluation"},
+      {"eval.qrels", "eval.beir's split qrels/NAME.tsv; empty = train.tsv when present, else the only one"},
+  };
+  return meanings;
+}
 
 const Field* find_field(const std::string& key) {
   for (const auto& f : schema())
@@ -438,8 +590,6 @@ void validate_maxsim(const Recipe& r) {
   if (m.document_length > r.model.block_size)
     fail(at, "loss.maxsim.document_length", fmt::format("{} is longer than model.block_size = {}", m.document_length,
          r.model.block_size), "raise model.block_size or lower loss.maxsim.document_length");
-  if (r.model.causal)
-    fail(at, "model.causal", "late interaction encodes with a bidirectional encoder", "set model.causal = false");
   const auto& p = r.loss.pooling_aware;
   if (p.enabled && p.weight_full + p.weight_pooled <= 0)
     fail(at, "loss.pooling_aware.weight_pooled", "both weights are 0: there is no loss",
@@ -480,10 +630,11 @@ void validate_tokenizer(const Recipe& r) {
   if (t.query_marker.empty() != t.document_marker.empty())
     fail(at, t.query_marker.empty() ? "tokenizer.query_marker" : "tokenizer.document_marker",
          "is missing: the two markers go together", "set both tokenizer.query_marker and tokenizer.document_marker");
-  if (r.train.objective == "maxsim" && t.lowercase)
+  const bool token_vectors = r.objective().head == Head::token_vectors;
+  if (token_vectors && t.lowercase)
     fail(at, "tokenizer.lowercase", "is true, and PyLate's folders have no lower-casing step: the export would "
          "encode other ids than training saw", "set tokenizer.lowercase = false for maxsim");
-  if (r.train.objective == "maxsim" && t.query_marker.empty())
+  if (token_vectors && t.query_marker.empty())
     fail(at, "tokenizer.query_marker", "maxsim needs [Q] / [D] marker ids, and a Hugging Face vocabulary names none",
          "set tokenizer.query_marker and document_marker to two entries of the vocabulary (BERT's \"[unused0]\" "
          "and \"[unused1]\"), or start from a PyLate folder (train.init_from), whose markers are adopted");
@@ -492,16 +643,22 @@ void validate_tokenizer(const Recipe& r) {
 // Which data, model and losses each objective can use.
 void validate_objective(const Recipe& r) {
   const Origin at{r.source, 0};
-  const std::string& objective = r.train.objective;
-  const bool wants_pairs = objective == "contrastive" || objective == "maxsim";
+  const ObjectiveTraits& objective = r.objective();
+  const bool wants_pairs = objective.inputs == Inputs::pairs;
+  const auto pair_objectives = [](const ObjectiveTraits& t) { return t.inputs == Inputs::pairs; };
   if (wants_pairs && !is_pair_source(r.data.source))
-    fail(at, "data.source", "'" + r.data.source + "' gives plain text, but train.objective = \"" + objective +
-         "\" needs pairs", "use pairs, wordnet_pairs, stsb, sick or beir");
+    fail(at, "data.source", fmt::format("'{}' gives plain text, but train.objective = \"{}\" needs pairs",
+                                        r.data.source, objective.name), "use pairs, wordnet_pairs, stsb, sick or beir");
   if (!wants_pairs && is_pair_source(r.data.source))
-    fail(at, "data.source", "'" + r.data.source + "' gives pairs, but train.objective = \"" + objective + "\" needs text",
-         "use text or wordnet, or set train.objective = \"contrastive\" or \"maxsim\"");
+    fail(at, "data.source", fmt::format("'{}' gives pairs, but train.objective = \"{}\" needs text", r.data.source,
+                                        objective.name),
+         "use text or wordnet, or set train.objective = " + objective_names(pair_objectives));
   const bool folder_shape = shape_from_model_folder(r);
-  if (objective == "maxsim" && !folder_shape) validate_maxsim(r);
+  if (objective.head == Head::token_vectors && !folder_shape) validate_maxsim(r);
+  // (An LM may be trained without its causal mask, to study it; it then has no exported layout.)
+  if (objective.attention == Attention::bidirectional && r.model.causal && !folder_shape)
+    fail(at, "model.causal", fmt::format("train.objective = \"{}\" ({}) needs a bidirectional encoder",
+                                         objective.name, objective.summary), "set model.causal = false");
   const auto& words = r.loss.maxsim.skiplist_words;
   if (!words.empty() && !r.loss.maxsim.skiplist)
     fail(at, "loss.maxsim.skiplist_words", "is read only with loss.maxsim.skiplist = true",
@@ -512,8 +669,6 @@ void validate_objective(const Recipe& r) {
   if (is_pair_source(r.data.source) && r.data.source != "wordnet_pairs" && r.data.path.empty())
     fail(at, "data.path", "data.source = \"" + r.data.source + "\" needs a path",
          r.data.source == "beir" ? "the BEIR folder" : "the data file(s)");
-  if (objective == "mlm" && r.model.causal && !folder_shape)
-    fail(at, "model.causal", "masked-language-model pretraining needs a bidirectional encoder", "set model.causal = false");
   // [CLS] and [SEP] frame every encoder text: a shorter length would leave the text itself out.
   if (r.is_encoder_objective() && r.data.max_length > 0 && r.data.max_length < kMinEncoderLength)
     fail(at, "data.max_length", fmt::format("{} leaves no room for a text token between [CLS] and [SEP]",
@@ -634,7 +789,7 @@ void resolve_data_root(Recipe& r) {
     value = expand_data_root(value, root, at, key);
     if (!std::filesystem::exists(value))
       fail(at, key, fmt::format("'{}' does not exist (data root '{}', from {})", value, root, origin),
-           std::string("set SPREAD_DATA or data.root to the folder that holds the data sets (README: Data)") +
+           std::string("set SPREAD_DATA or data.root to the folder that holds the data sets (docs/data.md)") +
                (key.rfind("eval.", 0) == 0 ? ", or --set " + key + "= to leave this evaluation out" : ""));
   };
   for (auto& path : r.data.path) resolve(path, "data.path");
@@ -670,6 +825,48 @@ Recipe load_recipe(const std::string& path, const std::vector<std::string>& over
   auto text = read_whole_file(path);
   if (!text) throw user_error(path, 0, "", "cannot read the recipe file", "check the path");
   return parse_recipe(*text, path, overrides);
+}
+
+namespace {
+
+// A key's default as TOML writes it.
+std::string default_text(const Field& f) {
+  toml::table t;
+  f.emit(Recipe{}, t, "value");
+  std::ostringstream out;
+  t.get("value")->visit([&out](const auto& value) { out << value; });
+  return out.str();
+}
+
+std::string markdown_cell(std::string text) {
+  for (size_t at = text.find('|'); at != std::string::npos; at = text.find('|', at + 2)) text.replace(at, 1, "\\|");
+  return text;
+}
+
+}  // namespace
+
+std::string recipe_reference(bool markdown) {
+  std::string out, section;
+  if (markdown)
+    out += "# Recipe reference\n\nEvery key of a recipe, with its type, default, allowed values and meaning. This page is "
+           "generated by\n`spread recipe --keys --markdown` from the schema in `src/config/recipe.cpp`, and a test fails "
+           "when the two differ.\nA key may also be given on the command line: `spread train RECIPE --set "
+           "section.key=value`.\n";
+  for (const auto& f : schema()) {
+    const auto meaning = key_meanings().find(f.key);
+    if (meaning == key_meanings().end()) throw std::logic_error("recipe key " + f.key + " has no meaning");
+    const std::string here = f.key.substr(0, f.key.rfind('.')), leaf = f.key.substr(f.key.rfind('.') + 1);
+    if (markdown && here != section)
+      out += "\n## [" + here + "]\n\n| key | type | default | allowed | meaning |\n|---|---|---|---|---|\n";
+    section = here;
+    if (markdown)
+      out += fmt::format("| `{}` | {} | `{}` | {} | {} |\n", leaf, f.type_name, markdown_cell(default_text(f)),
+                         markdown_cell(f.allowed), markdown_cell(meaning->second));
+    else
+      out += fmt::format("{}  ({}, default {}{})\n    {}\n", f.key, f.type_name, default_text(f),
+                         f.allowed.empty() ? "" : "; " + f.allowed, meaning->second);
+  }
+  return out;
 }
 
 std::string recipe_to_toml(const Recipe& recipe) {

@@ -2,14 +2,9 @@
 
 #include <stdexcept>
 
-namespace spread {
+#include "spread/util/random.h"
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+namespace spread {
 
 WindowSampler::WindowSampler(const TokenFile& tokens, int64_t block_size, uint64_t seed)
     : tokens_(tokens), block_(block_size), seed_(seed) {

@@ -22,6 +22,7 @@
 #include "spread/data/tokenizer.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/protobuf_wire.h"
 
 namespace spread {
 namespace fs = std::filesystem;
@@ -107,60 +108,6 @@ std::string shim_error() {
 }
 
 // --- reading a few fields of sentencepiece's ModelProto --------------------------------------------------------
-
-// Protobuf wire format, just enough to read scalar fields of sentencepiece_model.proto (Debian ships no
-// generated header for it). Throws std::runtime_error on malformed input.
-class WireReader {
- public:
-  explicit WireReader(std::string_view bytes) : rest_(bytes) {}
-
-  // Moves to the next field; false at the end.
-  bool next() {
-    if (rest_.empty()) return false;
-    const uint64_t key = read_varint();
-    field_ = static_cast<int>(key >> 3);
-    const int wire_type = static_cast<int>(key & 7);
-    varint_ = 0;
-    bytes_ = {};
-    if (wire_type == 0) {
-      varint_ = read_varint();
-    } else if (wire_type == 2) {
-      bytes_ = take(read_varint());
-    } else if (wire_type == 1 || wire_type == 5) {
-      take(wire_type == 1 ? 8 : 4);
-    } else {
-      throw std::runtime_error("unsupported protobuf wire type");
-    }
-    return true;
-  }
-
-  int field() const { return field_; }
-  uint64_t varint() const { return varint_; }
-  std::string_view bytes() const { return bytes_; }
-
- private:
-  uint64_t read_varint() {
-    uint64_t value = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      const auto byte = static_cast<uint8_t>(take(1)[0]);
-      value |= static_cast<uint64_t>(byte & 0x7F) << shift;
-      if ((byte & 0x80) == 0) return value;
-    }
-    throw std::runtime_error("protobuf varint too long");
-  }
-
-  std::string_view take(uint64_t n) {
-    if (n > rest_.size()) throw std::runtime_error("truncated protobuf");
-    const auto out = rest_.substr(0, n);
-    rest_.remove_prefix(n);
-    return out;
-  }
-
-  std::string_view rest_;
-  int field_ = 0;
-  uint64_t varint_ = 0;
-  std::string_view bytes_;
-};
 
 struct ModelFacts {
   int model_type = 1;  // TrainerSpec.model_type: UNIGRAM = 1, BPE = 2, WORD = 3, CHAR = 4

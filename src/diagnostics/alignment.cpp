@@ -1,4 +1,4 @@
-// Alignment and uniformity (Wang & Isola 2020; SPEC.md 1.4), in float64 under no_grad. Formulas in alignment.h.
+// Alignment and uniformity (Wang & Isola 2020; docs/design.md §7.4), in float64 under no_grad. Formulas in alignment.h.
 // Squared distances come from the Gram matrix, ||u_i - u_j||^2 = n_i + n_j - 2 u_i.u_j with n_i = ||u_i||^2 (1, or
 // 0 for an all-zero row), clamped at 0 against rounding; exp(-2 d^2) lies in [e^-8, 1], so a plain sum of
 // exponentials neither under- nor overflows.

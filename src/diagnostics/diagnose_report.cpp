@@ -24,7 +24,8 @@ torch::Tensor tensor_view(const Eigen::MatrixXd& m) {
   return torch::from_blob(const_cast<double*>(m.data()), {m.rows(), m.cols()}, {1, m.rows()}, torch::kFloat64);
 }
 
-// SPEC 1.1's batch mean cosine over the lists: padded into one [texts, max tokens, d] batch with its mask.
+// The batch mean cosine of docs/design.md §7.1 over the lists: padded into one [texts, max tokens, d] batch with
+// its mask.
 double cross_text_mean_cos(const std::vector<Eigen::MatrixXd>& token_lists, uint64_t seed) {
   if (token_lists.size() < 2) return kNaN;
   int64_t longest = 0;

@@ -1,5 +1,5 @@
-// Geometry diagnostics of token representations (SPEC.md 1.1, 1.2): mean cosine within texts, batch mean cosine
-// across texts, and concentration S(X)/||mu||^2. Everything in float64 on the CPU under no_grad; the per-text
+// Geometry diagnostics of token representations (docs/design.md §7.1, §7.2): mean cosine within texts, batch mean
+// cosine across texts, and concentration S(X)/||mu||^2. Everything in float64 on the CPU under no_grad; the per-text
 // values use O(n F) identities, never an n x n matrix.
 //   mean_cos_excl = (||sum_j u_j||^2 - sum_j ||u_j||^2) / (n (n - 1)), which equals (n mean_cos_incl - 1)/(n - 1)
 //   whenever no row is exactly zero, and otherwise still equals the brute-force mean over j != k (a zero row has

@@ -2,6 +2,7 @@
 
 #include "spread/diagnostics/geometry.h"
 #include "spread/diagnostics/socm.h"
+#include "spread/model/eval_mode.h"
 
 namespace spread {
 namespace {
@@ -26,11 +27,11 @@ nlohmann::json probe_states(Transformer& model, const torch::Tensor& ids, const 
                             const torch::Tensor& valid, const DiagnosticsConfig& config, uint64_t seed,
                             const torch::Device& device) {
   torch::NoGradGuard no_grad;
-  const bool was_training = model->is_training();
-  model->eval();
-  auto out = model->forward(ids.to(device), /*want_hidden=*/true, /*want_logits=*/false,
-                            key_padding.defined() ? key_padding.to(device) : key_padding);
-  model->train(was_training);
+  const auto out = [&] {
+    EvalModeGuard eval_mode(model);
+    return model->forward(ids.to(device), /*want_hidden=*/true, /*want_logits=*/false,
+                          key_padding.defined() ? key_padding.to(device) : key_padding);
+  }();
   nlohmann::json line;
   std::vector<double> mean_cos, mean_cos_incl, batch_mean_cos, concentration;
   for (const auto& h : out.hidden) {

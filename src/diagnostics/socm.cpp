@@ -4,6 +4,7 @@
 #include "spread/diagnostics/tridiagonal.h"
 #include "spread/diagnostics/tridiagonal_lanes.h"
 #include "spread/runtime/gemm.h"
+#include "spread/util/random.h"
 
 #include <Eigen/Eigenvalues>
 #include <Eigen/QR>
@@ -31,7 +32,7 @@ using Eigen::Index;
 using Eigen::MatrixXd;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kMeanEps = 1e-12;  // SPEC 1.3: X / (||mu|| + 1e-12), as the reference code
+constexpr double kMeanEps = 1e-12;  // docs/design.md §7.3: X / (||mu|| + 1e-12), as the reference code
 // Rows of the thin basis this small relative to the largest are rounding noise of a rank-deficient list
 // (centring alone removes one rank); dropping a row of norm s moves a nuclear norm by at most s * ||Q2||.
 constexpr double kDropRow = 1e-10;
@@ -159,15 +160,6 @@ SocmPair pair_from_cross(const SocmText& a, const SocmText& b, const Eigen::Ref<
                          const SocmOptions& opt, Workspace& ws) {
   return pair_from_trace_sqrt(a, b, opt.paper_compatible ? paper_trace_sqrt(m, b.basis_t, opt.paper_eps, ws)
                                                          : nuclear_norm(m, opt.solver, ws));
-}
-
-// Unbiased draw in [0, n) from mt19937_64 (std::uniform_int_distribution differs between standard libraries).
-uint64_t draw_below(std::mt19937_64& rng, uint64_t n) {
-  const uint64_t threshold = (0 - n) % n;  // 2^64 mod n: reject the incomplete last block
-  for (;;) {
-    uint64_t x = rng();
-    if (x >= threshold) return x % n;
-  }
 }
 
 // Runs of pairs that share their first text.

@@ -5,6 +5,7 @@
 
 #include "spread/data/special_tokens.h"
 #include "spread/encode/forward_memory.h"
+#include "spread/model/eval_mode.h"
 #include "spread/runtime/packed_linear.h"
 
 namespace spread {
@@ -39,8 +40,7 @@ torch::Tensor embed_sequences(Transformer& model, const std::vector<std::vector<
                               const std::function<void(int64_t, int64_t)>& progress, int64_t pool_skip) {
   torch::NoGradGuard no_grad;
   const PackedWeightsScope packed;  // the weights do not change until the last batch
-  const bool was_training = model->is_training();
-  model->eval();
+  EvalModeGuard eval_mode(model);
   const auto n = int64_t(seqs.size());
   // Longest first: similar lengths share a batch, and a too-large batch fails at once rather than at the end.
   std::vector<int64_t> order(static_cast<size_t>(n));
@@ -58,7 +58,6 @@ torch::Tensor embed_sequences(Transformer& model, const std::vector<std::vector<
     result.index_copy_(0, index, e);
     if (progress) progress(first + count, n);
   }
-  model->train(was_training);
   if (!result.defined()) result = torch::empty({0, model->config().n_embd}, torch::kFloat);
   return result;
 }

@@ -8,6 +8,7 @@
 
 #include "spread/data/special_tokens.h"
 #include "spread/encode/forward_memory.h"
+#include "spread/model/eval_mode.h"
 #include "spread/runtime/packed_linear.h"
 #include "spread/util/error.h"
 
@@ -134,8 +135,7 @@ std::vector<RowMatrixXd> encode_documents(Transformer& model, const Tokenizer& t
                                           const std::function<void(int64_t, int64_t)>& progress) {
   torch::NoGradGuard no_grad;
   const PackedWeightsScope packed;  // the weights do not change until the last batch
-  const bool was_training = model->is_training();
-  model->eval();
+  EvalModeGuard eval_mode(model);
   std::vector<std::vector<int32_t>> seqs;
   for (const auto& t : texts) seqs.push_back(document_tokens(tokenizer, t, spec));
   const auto n = int64_t(seqs.size());
@@ -156,7 +156,6 @@ std::vector<RowMatrixXd> encode_documents(Transformer& model, const Tokenizer& t
       out[size_t(order[size_t(first + i)])] = to_matrix(vectors[i].index({score[i]}));
     if (progress) progress(first + count, n);
   }
-  model->train(was_training);
   return out;
 }
 

@@ -12,10 +12,6 @@ torch::Tensor normalized(const torch::Tensor& x) { return torch::nn::functional:
 
 }  // namespace
 
-torch::Tensor cosine_matrix(const torch::Tensor& a, const torch::Tensor& b) {
-  return torch::matmul(normalized(a.to(torch::kFloat)), normalized(b.to(torch::kFloat)).t());
-}
-
 StsScore evaluate_sts(Transformer& model, const Tokenizer& tokenizer, const std::vector<StsPair>& pairs,
                       const EncoderSpec& spec) {
   std::vector<std::string> first, second;

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "spread/losses/maxsim.h"
+#include "spread/model/eval_mode.h"
 
 namespace spread {
 namespace {
@@ -76,10 +77,10 @@ std::vector<PooledRetrieval> evaluate_multi_vector_retrieval(
   auto corpus_progress = [&](int64_t done, int64_t) { if (progress) progress(done, n_corpus); };
   const std::vector<RowMatrixXd> docs = encode_documents(model, tokenizer, data.corpus_texts, spec, corpus_progress);
   torch::NoGradGuard no_grad;
-  const bool was_training = model->is_training();
-  model->eval();
-  auto [queries, query_mask] = encode_queries(model, tokenizer, data.query_texts, spec);
-  model->train(was_training);
+  auto [queries, query_mask] = [&] {
+    EvalModeGuard eval_mode(model);
+    return encode_queries(model, tokenizer, data.query_texts, spec);
+  }();
   std::vector<PooledRetrieval> results;
   for (double factor : pool_factors) {
     const std::vector<RowMatrixXd> pooled = factor == 1 ? std::vector<RowMatrixXd>{} : pool_all(docs, factor, ward);

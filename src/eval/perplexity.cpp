@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "spread/encode/forward_memory.h"
+#include "spread/model/eval_mode.h"
 #include "spread/runtime/packed_linear.h"
 
 namespace spread {
@@ -17,13 +18,6 @@ EvalResult finish(double loss_sum, int64_t tokens, double bytes_per_token) {
   r.bpb = r.loss / std::log(2.0) / bytes_per_token;
   return r;
 }
-
-struct EvalModeGuard {
-  explicit EvalModeGuard(Transformer& m) : model(m), was_training(m->is_training()) { model->eval(); }
-  ~EvalModeGuard() { model->train(was_training); }
-  Transformer& model;
-  bool was_training;
-};
 
 double batch_loss_sum(Transformer& model, const Batch& b, const torch::Device& device) {
   auto out = model->forward(b.x.to(device), /*want_hidden=*/false, /*want_logits=*/true);

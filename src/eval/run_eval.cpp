@@ -129,9 +129,10 @@ std::string format_embedding_eval(const nlohmann::json& r) {
 namespace {
 
 void require_maxsim_run(const LoadedRun& run, const char* what) {
-  if (run.recipe.train.objective != "maxsim")
+  if (run.recipe.objective().head != Head::token_vectors)
     throw user_error(run.dir + "/recipe.toml", 0, "train.objective", std::string(what) + " needs a late-interaction run "
-                     "(objective \"maxsim\"), this one is \"" + run.recipe.train.objective + "\"");
+                     "(objective " + objective_names([](const ObjectiveTraits& t) { return t.head == Head::token_vectors; }) +
+                     "), this one is \"" + name_of(run.recipe.train.objective) + "\"");
 }
 
 MultiVectorSpec multi_vector_spec_of(const LoadedRun& run, int64_t batch_size) {

@@ -33,7 +33,8 @@ void check_against_folder_shape(const Recipe& r) {
                                                      m.block_size), "lower " + key);
   };
   longer(r.data.max_length, "data.max_length");
-  if (r.train.objective == "maxsim") {
+  const ObjectiveTraits& objective = r.objective();
+  if (objective.head == Head::token_vectors) {
     longer(r.loss.maxsim.query_length, "loss.maxsim.query_length");
     longer(r.loss.maxsim.document_length, "loss.maxsim.document_length");
   }
@@ -41,20 +42,18 @@ void check_against_folder_shape(const Recipe& r) {
     if (dim > m.n_embd)
       throw user_error(r.source, 0, "loss.contrastive.matryoshka_dims",
                        fmt::format("{} is wider than the model folder's width {}", dim, m.n_embd));
-  // An LM needs the causal mask a decoder has; mlm and maxsim need an encoder's both-ways attention (contrastive
-  // takes either: decoder embedders pool the last token).
-  const std::string& objective = r.train.objective;
-  if ((objective == "lm" && !m.causal) || ((objective == "mlm" || objective == "maxsim") && m.causal))
+  // The folder's attention decides (contrastive takes either: decoder embedders pool the last token).
+  if (!objective.fits(m.causal))
     throw user_error(r.source, 0, "train.objective",
-                     fmt::format("\"{}\" does not fit the model folder {}, a {} model", objective, r.train.init_from,
-                                 m.causal ? "causal (GPT-2)" : "bidirectional (BERT)"),
-                     m.causal ? "use objective lm or contrastive" : "use objective mlm, contrastive or maxsim");
-  if (objective == "maxsim" && r.tokenizer.lowercase)
+                     fmt::format("\"{}\" does not fit the model folder {}, a {} model", objective.name,
+                                 r.train.init_from, m.causal ? "causal (GPT-2)" : "bidirectional (BERT)"),
+                     "use objective " + objective_names([&](const ObjectiveTraits& t) { return t.fits(m.causal); }));
+  if (objective.head == Head::token_vectors && r.tokenizer.lowercase)
     throw user_error(r.source, 0, "tokenizer.lowercase",
                      fmt::format("the model folder {} lower-cases its texts (do_lower_case), and PyLate's folders "
                                  "have no lower-casing step", r.train.init_from),
                      "train maxsim from a folder without do_lower_case");
-  if (objective == "maxsim" && r.tokenizer.query_marker.empty())
+  if (objective.head == Head::token_vectors && r.tokenizer.query_marker.empty())
     throw user_error(r.source, 0, "tokenizer.query_marker",
                      fmt::format("the model folder {} is no PyLate folder, so it names no [Q] / [D] markers",
                                  r.train.init_from),
@@ -116,10 +115,10 @@ Recipe adopt_model_folder(const Recipe& recipe) {
   adopt(m.first_block_norm, f.first_block_norm, d.first_block_norm, "model.first_block_norm", r);
   adopt(m.mlm_dense_bias, f.mlm_dense_bias, d.mlm_dense_bias, "model.mlm_dense_bias", r);
   // Encoders attend both ways whatever the recipe's default (true, for LMs); an LM folder stays causal.
-  if (implied.train.objective == "lm") adopt(m.causal, f.causal, d.causal, "model.causal", r);
+  if (!implied.is_encoder_objective()) adopt(m.causal, f.causal, d.causal, "model.causal", r);
   else m.causal = false;
   // The MLM head is BERT's own when training MLM from a folder that has one; other objectives do not use it.
-  m.mlm_transform = r.train.objective == "mlm" && f.mlm_transform;
+  m.mlm_transform = r.objective().head == Head::masked_token && f.mlm_transform;
   const TokenizerConfig dt;
   adopt(r.tokenizer.kind, implied.tokenizer.kind, dt.kind, "tokenizer.kind", r);
   adopt(r.tokenizer.lowercase, implied.tokenizer.lowercase, dt.lowercase, "tokenizer.lowercase", r);
@@ -131,7 +130,8 @@ Recipe adopt_model_folder(const Recipe& recipe) {
   r.tokenizer.path = implied.tokenizer.path;
   if (r.data.max_length == 0) r.data.max_length = implied.data.max_length;
   if (r.loss.contrastive.pooling == ContrastiveConfig().pooling) r.loss.contrastive.pooling = implied.loss.contrastive.pooling;
-  if (implied.train.objective == "maxsim" && r.train.objective == "maxsim") adopt_colbert(r, implied);
+  const auto token_vectors = [](const Recipe& x) { return x.objective().head == Head::token_vectors; };
+  if (token_vectors(implied) && token_vectors(r)) adopt_colbert(r, implied);
   check_against_folder_shape(r);
   return r;
 }

@@ -13,6 +13,7 @@
 #include "spread/interchange/hf_import.h"
 #include "spread/interchange/hf_layout.h"
 #include "spread/interchange/hf_tokenizer.h"
+#include "spread/interchange/sentence_modules_record.h"
 #include "spread/run/checkpoint.h"
 #include "spread/run/setup.h"
 #include "spread/util/error.h"
@@ -71,7 +72,7 @@ void add_tokenizer_files(const std::string& run_dir, Files& files) {
   }
 }
 
-nlohmann::json pooling_config(const std::string& pooling, int64_t width) {
+nlohmann::json pooling_config(const std::string& pooling, int64_t width, bool include_prompt) {
   return {{"word_embedding_dimension", width},
           {"pooling_mode_cls_token", pooling == "cls"},
           {"pooling_mode_mean_tokens", pooling == "mean"},
@@ -79,22 +80,31 @@ nlohmann::json pooling_config(const std::string& pooling, int64_t width) {
           {"pooling_mode_mean_sqrt_len_tokens", false},
           {"pooling_mode_weightedmean_tokens", pooling == "weightedmean"},
           {"pooling_mode_lasttoken", pooling == "last"},
-          {"include_prompt", true}};
+          {"include_prompt", include_prompt}};
 }
 
-// The sentence-transformers files around the MegatronBert model (names from SentenceTransformer.save()).
+// The sentence-transformers files around the encoder (names from SentenceTransformer.save()). A run started from a
+// sentence-transformers folder keeps that folder's Normalize module, include_prompt and prompts
+// (interchange/sentence_modules_record.h), so that its export encodes as the folder did.
 void add_sentence_transformers_files(const Recipe& recipe, const TransformerConfig& cfg, bool lowercases,
-                                     Files& files) {
-  files["modules.json"] = json_file(nlohmann::json::array(
+                                     const std::string& run_dir, Files& files) {
+  const SentenceTransformersModules wrapper = recorded_sentence_modules(run_dir).value_or(SentenceTransformersModules{});
+  nlohmann::json modules = nlohmann::json::array(
       {{{"idx", 0}, {"name", "0"}, {"path", ""}, {"type", "sentence_transformers.models.Transformer"}},
-       {{"idx", 1}, {"name", "1"}, {"path", "1_Pooling"}, {"type", "sentence_transformers.models.Pooling"}}}));
+       {{"idx", 1}, {"name", "1"}, {"path", "1_Pooling"}, {"type", "sentence_transformers.models.Pooling"}}});
+  // Normalize saves no files: sentence-transformers loads it from its modules.json entry alone.
+  if (wrapper.normalize)
+    modules.push_back({{"idx", 2}, {"name", "2"}, {"path", "2_Normalize"}, {"type", "sentence_transformers.models.Normalize"}});
+  files["modules.json"] = json_file(modules);
   files["config_sentence_transformers.json"] = json_file(
-      {{"model_type", "SentenceTransformer"}, {"prompts", nlohmann::json::object()},
-       {"default_prompt_name", nullptr}, {"similarity_fn_name", "cosine"}});
+      {{"model_type", "SentenceTransformer"}, {"prompts", wrapper.prompts},
+       {"default_prompt_name", wrapper.default_prompt_name.empty() ? nlohmann::json() : nlohmann::json(wrapper.default_prompt_name)},
+       {"similarity_fn_name", "cosine"}});
   const int64_t max_length = recipe.data.max_length > 0 ? recipe.data.max_length : cfg.block_size;
   files["sentence_bert_config.json"] =
       json_file({{"max_seq_length", max_length}, {"do_lower_case", lowercases}});
-  files["1_Pooling/config.json"] = json_file(pooling_config(recipe.loss.contrastive.pooling, cfg.n_embd));
+  files["1_Pooling/config.json"] =
+      json_file(pooling_config(recipe.loss.contrastive.pooling, cfg.n_embd, wrapper.include_prompt));
 }
 
 // The words of PyLate's skiplist_words that its convert_tokens_to_ids turns into spread's skiplist
@@ -160,7 +170,7 @@ void add_pylate_files(const Recipe& recipe, const TransformerConfig& cfg, const 
 void refuse_causal_encoder(const Recipe& recipe) {
   if (recipe.is_encoder_objective() && recipe.model.causal)
     throw user_error(recipe.source, 0, "model.causal",
-                     "a \"" + recipe.train.objective + "\" run trained with a causal mask has no exported layout: "
+                     "a \"" + name_of(recipe.train.objective) + "\" run trained with a causal mask has no exported layout: "
                      "MegatronBert attends both ways, so sentence-transformers would compute other embeddings",
                      "retrain with model.causal = false to export it; spread encode gives this run's embeddings");
 }
@@ -290,7 +300,7 @@ ExportResult export_run(const ExportRequest& request) {
                        "a post-LayerNorm encoder exports as BertModel, which has biases and token types",
                        "train it with model.bias = true and model.type_vocab_size = 2");
     const bool modernbert = is_modernbert_shaped(cfg);
-    result.layout = recipe.train.objective == "maxsim" ? "pylate" : modernbert ? "modernbert"
+    result.layout = recipe.objective().head == Head::token_vectors ? "pylate" : modernbert ? "modernbert"
                     : cfg.post_norm ? "bert" : "megatron-bert";
     const auto ids = tokenizer->special_ids();
     files["config.json"] = json_file(modernbert      ? modernbert_config(cfg, ids.pad, ids.cls, ids.sep)
@@ -300,7 +310,7 @@ ExportResult export_run(const ExportRequest& request) {
                                                    : cfg.post_norm ? bert_tensors(params, cfg)
                                                                    : megatron_bert_tensors(params, cfg));
     if (result.layout == "pylate") add_pylate_files(recipe, cfg, params, *tokenizer, tokenizer_json, files);
-    else add_sentence_transformers_files(recipe, cfg, tokenizer->lowercases(), files);
+    else add_sentence_transformers_files(recipe, cfg, tokenizer->lowercases(), request.run_dir, files);
   }
   result.bytes = int64_t(files["model.safetensors"].size());
   add_tokenizer_files(request.run_dir, files);
@@ -311,7 +321,7 @@ ExportResult export_run(const ExportRequest& request) {
   files[kExportMarker] = json_file({{"layout", result.layout},
                                     {"run", fs::absolute(run).lexically_normal().string()},
                                     {"step", ckpt.step},
-                                    {"objective", recipe.train.objective}});
+                                    {"objective", name_of(recipe.train.objective)}});
   write_folder(files, out);
   return result;
 }

@@ -747,11 +747,11 @@ Recipe recipe_of_model_folder(const HfModelFolder& folder) {
                       fs::exists(path_in(folder.model_dir, "vocab.txt")) ||
                       fs::exists(path_in(folder.model_dir, "vocab.json"));
   r.tokenizer.path = beside ? folder.model_dir : folder.dir;
-  r.train.objective = c.causal ? "lm" : c.mlm_transform ? "mlm" : "contrastive";
+  r.train.objective = c.causal ? Objective::lm : c.mlm_transform ? Objective::mlm : Objective::contrastive;
   r.data.max_length = c.block_size;
   if (folder.colbert) {
     const ColbertModules& m = *folder.colbert;
-    r.train.objective = "maxsim";
+    r.train.objective = Objective::maxsim;
     r.model.head_dim = c.head_dim;
     r.loss.maxsim.query_length = m.query_length;
     r.loss.maxsim.document_length = m.document_length;

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 #include <map>
+#include <string_view>
 #include <tuple>
 
 #include "spread/data/hf_run_tokenizer.h"
@@ -13,76 +13,20 @@
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 #include "spread/util/json_depth.h"
+#include "spread/util/protobuf_wire.h"
 
 namespace fs = std::filesystem;
 
 namespace spread {
 namespace {
 
-// Protobuf wire format: a key varint (field << 3 | wire type), then a varint (0), 8 bytes (1), a length-delimited
-// run (2) or 4 bytes (5).
-class WireReader {
- public:
-  WireReader(const char* data, size_t size, const std::string& source) : p_(data), end_(data + size), source_(source) {}
-  bool done() const { return p_ >= end_; }
-  uint64_t varint() {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      need(1);
-      const uint8_t b = uint8_t(*p_++);
-      v |= uint64_t(b & 0x7f) << shift;
-      if (!(b & 0x80)) return v;
-    }
-    throw bad("a varint longer than 10 bytes");
-  }
-  std::string bytes() {
-    const uint64_t n = varint();
-    need(n);
-    std::string s(p_, size_t(n));
-    p_ += n;
-    return s;
-  }
-  float fixed32_float() {
-    need(4);
-    float f;
-    std::memcpy(&f, p_, 4);
-    p_ += 4;
-    return f;
-  }
-  void skip(int wire_type) {
-    if (wire_type == 0) varint();
-    else if (wire_type == 1) advance(8);
-    else if (wire_type == 2) bytes();
-    else if (wire_type == 5) advance(4);
-    else throw bad(fmt::format("unknown wire type {}", wire_type));
-  }
-
- private:
-  void need(uint64_t n) const {
-    if (uint64_t(end_ - p_) < n) throw bad("truncated");
-  }
-  void advance(uint64_t n) {
-    need(n);
-    p_ += n;
-  }
-  UserError bad(const std::string& what) const {
-    return user_error(source_, 0, "", "not a sentencepiece model: " + what, "copy the run's tokenizer.model again");
-  }
-  const char* p_;
-  const char* end_;
-  std::string source_;
-};
-
-SentencePieceEntry read_piece(const std::string& message, const std::string& source) {
-  WireReader r(message.data(), message.size(), source);
+// SentencePiece{1 piece, 2 score, 3 type}.
+SentencePieceEntry read_piece(std::string_view message) {
   SentencePieceEntry e;
-  while (!r.done()) {
-    const uint64_t key = r.varint();
-    const int field = int(key >> 3), wire = int(key & 7);
-    if (field == 1 && wire == 2) e.piece = r.bytes();
-    else if (field == 2 && wire == 5) e.score = r.fixed32_float();
-    else if (field == 3 && wire == 0) e.type = int(r.varint());
-    else r.skip(wire);
+  for (WireReader r(message); r.next();) {
+    if (r.field() == 1 && r.wire_type() == 2) e.piece = std::string(r.bytes());
+    else if (r.field() == 2 && r.wire_type() == 5) e.score = r.fixed32_float();
+    else if (r.field() == 3 && r.wire_type() == 0) e.type = int(r.varint());
   }
   return e;
 }
@@ -245,15 +189,18 @@ nlohmann::json char_json(const Tokenizer& tokenizer) {
 }  // namespace
 
 std::vector<SentencePieceEntry> read_sentencepiece_pieces(const std::string& model_bytes, const std::string& source) {
-  WireReader r(model_bytes.data(), model_bytes.size(), source);
+  const auto bad = [&](const std::string& what) {
+    return user_error(source, 0, "", "not a sentencepiece model: " + what, "copy the run's tokenizer.model again");
+  };
   std::vector<SentencePieceEntry> pieces;
-  while (!r.done()) {
-    const uint64_t key = r.varint();
-    if ((key >> 3) == 1 && (key & 7) == 2) pieces.push_back(read_piece(r.bytes(), source));
-    else r.skip(int(key & 7));
+  try {
+    // ModelProto{1 pieces}
+    for (WireReader r(model_bytes); r.next();)
+      if (r.field() == 1 && r.wire_type() == 2) pieces.push_back(read_piece(r.bytes()));
+  } catch (const ProtobufError& e) {
+    throw bad(e.what());
   }
-  if (pieces.empty())
-    throw user_error(source, 0, "", "not a sentencepiece model: no pieces", "copy the run's tokenizer.model again");
+  if (pieces.empty()) throw bad("no pieces");
   return pieces;
 }
 

@@ -57,10 +57,11 @@ LoadedRun load_run(const std::string& run_dir) {
 void generate_text(LoadedRun& run, const std::string& prompt, const SampleOptions& options,
                    const std::function<void(const std::string&)>& emit) {
   // An encoder's head is no next-token distribution: sampling from it prints noise.
-  if (run.recipe.train.objective != "lm")
+  if (run.recipe.objective().head != Head::next_token)
     throw user_error(run.dir + "/recipe.toml", 0, "train.objective",
-                     "spread generate samples from a language model (\"lm\"); this run is \"" +
-                         run.recipe.train.objective + "\"",
+                     "spread generate samples from a language model (" +
+                         objective_names([](const ObjectiveTraits& t) { return t.head == Head::next_token; }) +
+                         "); this run is \"" + name_of(run.recipe.train.objective) + "\"",
                      "use spread encode or spread eval for an encoder run");
   auto ids = run.tokenizer->encode(prompt);
   if (ids.empty()) ids = run.tokenizer->encode("\n");

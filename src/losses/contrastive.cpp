@@ -1,5 +1,5 @@
 // In-batch InfoNCE with hard negatives, optional symmetric term, duplicate masking and Matryoshka prefixes
-// (sentence-transformers' MultipleNegativesRankingLoss family; SPEC.md 3). Formulas in contrastive.h.
+// (sentence-transformers' MultipleNegativesRankingLoss family; docs/design.md §5). Formulas in contrastive.h.
 // CE(s_i, i) is written as logsumexp_j s_ij - s_ii: the same value as cross_entropy, stable at large 1/tau, and
 // a masked column (-inf) gets an exactly zero softmax weight and gradient.
 #include "spread/losses/contrastive.h"

@@ -1,5 +1,5 @@
 // Dispersion loss: option checks, the per-sequence subsample, the dispatch to one variant, and the building blocks
-// the variants share (SPEC.md 2). The variants live in dispersion_<variant>.cpp.
+// the variants share (docs/design.md §3). The variants live in dispersion_<variant>.cpp.
 #include "spread/losses/dispersion.h"
 
 #include <ATen/CPUGeneratorImpl.h>

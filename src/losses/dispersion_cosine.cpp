@@ -1,4 +1,4 @@
-// Dispersion loss, cosine variant (SPEC.md 2).
+// Dispersion loss, cosine variant (docs/design.md §3.3).
 //   zh_i = z_i / (||z_i|| + 1e-4)   (the same normalisation as the angular variant)
 //   L_seq = mean_{i != j} zh_i . zh_j = (||sum_i zh_i||^2 - sum_i ||zh_i||^2) / (n (n - 1))
 //   L = mean over sequences with n >= 2 of L_seq

@@ -1,4 +1,4 @@
-// Dispersion loss, decorrelation variant (the reference code's "decorrelation"; SPEC.md 2).
+// Dispersion loss, decorrelation variant (the reference code's "decorrelation"; docs/design.md §3.3).
 //   c_i = z_i - mean_f(z_if)                          (each token centred over its own F features)
 //   r_ij = c_i . c_j / ((||c_i|| + 1e-4) (||c_j|| + 1e-4))
 //   L_seq = mean_{i != j} r_ij^2

@@ -1,4 +1,4 @@
-// Dispersion loss, hinge variant (the reference code's "orthogonalization"; SPEC.md 2).
+// Dispersion loss, hinge variant (the reference code's "orthogonalization"; docs/design.md §3.3).
 //   D = arccos(C') / pi as in the angular variant (same zh, same straight-through clamp)
 //   L_seq = mean_{i != j} max(0, 1/2 - D_ij)^2
 //   L = mean over sequences with n >= 2 of L_seq

@@ -1,4 +1,4 @@
-// Dispersion loss, l2_repel variant (SPEC.md 2; the reference code's "l2_repel").
+// Dispersion loss, l2_repel variant (docs/design.md §3.3; the reference code's "l2_repel").
 //   L_seq = log mean_{i, j} exp(-||z_i - z_j||^2 / tau) + 0.1 * mean_{i valid, f} z_if^2   (all n^2 valid pairs)
 //   L = mean over sequences with n >= 2 of L_seq
 // On the raw states. The norm penalty (the reference's, with its 0.1) stops the loss from being lowered by simply

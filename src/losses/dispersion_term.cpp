@@ -31,7 +31,7 @@ torch::Tensor DispersionTerm::compute(const LossInput& in) const {
   opt.tau = config_.tau;
   opt.clamp = config_.clamp;
   opt.max_tokens = config_.max_tokens;
-  // One subsample for every chosen layer (SPEC 2 step 1).
+  // One subsample for every chosen layer (docs/design.md §3.2 step 1).
   return dispersion_loss(states(in.out), torch::Tensor(), opt, in.seed);
 }
 

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "spread/data/loader.h"
+#include "spread/util/random.h"
 
 namespace spread {
 namespace {

@@ -1,6 +1,6 @@
-// Mean, CLS, last-token, max and weighted-mean pooling of token states into text embeddings (SPEC.md 3; formulas in pooling.h).
-// Padding is removed by selection (masked_fill, gather), never by multiplying with the mask: 0 * NaN is NaN, so
-// a multiplied-out pad holding garbage would still poison the embedding and its gradient.
+// Mean, CLS, last-token, max and weighted-mean pooling of token states into text embeddings (docs/design.md §4;
+// formulas in pooling.h). Padding is removed by selection (masked_fill, gather), never by multiplying with the mask:
+// 0 * NaN is NaN, so a multiplied-out pad holding garbage would still poison the embedding and its gradient.
 #include "spread/pooling/pooling.h"
 
 #include <torch/torch.h>

@@ -70,8 +70,8 @@ void gram_upper_blocks(const double* y_t, int64_t m, int64_t mc, int64_t d, doub
   gram_blocks<2, 2>(y_t, m, mc, d, g);
 }
 
-// Inner products -> distances in place (SPEC.md 4, step 3), in numpy's arithmetic: 1 - g and 2 - 2g round the same
-// with or without a fused multiply-add, since 2g is exact.
+// Inner products -> distances in place (docs/design.md §6.3 step 3), in numpy's arithmetic: 1 - g and 2 - 2g round the
+// same with or without a fused multiply-add, since 2g is exact.
 SPREAD_VECTOR_CLONES
 void distances_from_inner(double* v, int64_t count, bool euclidean) {
   if (euclidean)

@@ -7,6 +7,7 @@
 
 #include "spread/data/corpus.h"
 #include "spread/data/hf_run_tokenizer.h"
+#include "spread/model/eval_mode.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 #include "spread/util/json_depth.h"
@@ -31,7 +32,7 @@ TransformerConfig model_config(const Recipe& recipe, int64_t vocab_size) {
   c.bias = recipe.model.bias;
   c.causal = recipe.model.causal;
   c.recompute = recipe.model.recompute;
-  c.head_dim = recipe.train.objective == "maxsim" ? recipe.model.head_dim : 0;
+  c.head_dim = recipe.objective().head == Head::token_vectors ? recipe.model.head_dim : 0;
   c.post_norm = recipe.model.norm_position == "post";
   c.gelu_tanh = recipe.model.activation == "gelu_tanh";
   c.intermediate_size = recipe.model.intermediate_size;
@@ -172,13 +173,10 @@ void copy_tokenizer_files(const Recipe& recipe, const std::string& run_dir) {
 
 bool output_is_finite(Transformer& model, const torch::Device& device) {
   torch::NoGradGuard no_grad;
-  const bool was_training = model->is_training();
-  model->eval();
+  EvalModeGuard eval_mode(model);
   const auto& c = model->config();
   auto idx = torch::arange(c.block_size, torch::kLong).remainder(c.vocab_size).view({1, -1}).to(device);
-  const bool finite = torch::isfinite(model->forward(idx).logits).all().item<bool>();
-  model->train(was_training);
-  return finite;
+  return torch::isfinite(model->forward(idx).logits).all().item<bool>();
 }
 
 void load_model_weights(Transformer& model, const std::map<std::string, torch::Tensor>& tensors,

@@ -1,10 +1,12 @@
 #include "spread/tasks/contrastive.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "spread/diagnostics/alignment.h"
 #include "spread/encode/embed.h"
+#include "spread/model/eval_mode.h"
 #include "spread/util/error.h"
 
 namespace spread {
@@ -190,8 +192,7 @@ std::vector<std::vector<int64_t>> validation_batches(const std::vector<PairExamp
 
 Evaluation ContrastiveTask::evaluate(Transformer& model) {
   torch::NoGradGuard no_grad;
-  const bool was_training = model->is_training();
-  model->eval();
+  EvalModeGuard eval_mode(model);
   double sum = 0;
   int64_t batches = 0;
   for (const auto& picked : val_batches_) {
@@ -200,7 +201,6 @@ Evaluation ContrastiveTask::evaluate(Transformer& model) {
                batch, step_options_).item<double>();
     ++batches;
   }
-  model->train(was_training);
   const double loss = batches > 0 ? sum / double(batches) : std::nan("");
   Evaluation e{{{"val_loss", loss}}, fmt::format("val contrastive loss {:.4f}", loss)};
   evaluations_.run(model, *tokenizer_, encoder_spec(recipe_, device_), e);
@@ -215,12 +215,13 @@ nlohmann::json ContrastiveTask::probe(Transformer& model) {
     positives.push_back(&(*texts_)[val_[size_t(i)].positive]);
   }
   nlohmann::json line = probe_sequences(model, anchors, step_options_.pad_id, recipe_, device_);
-  torch::NoGradGuard no_grad;
-  const bool was_training = model->is_training();
-  model->eval();
-  auto ea = embed_group(model, anchors, step_options_).to(torch::kCPU);
-  auto ep = embed_group(model, positives, step_options_).to(torch::kCPU);
-  model->train(was_training);
+  torch::Tensor ea, ep;
+  {
+    torch::NoGradGuard no_grad;
+    EvalModeGuard eval_mode(model);
+    ea = embed_group(model, anchors, step_options_).to(torch::kCPU);
+    ep = embed_group(model, positives, step_options_).to(torch::kCPU);
+  }
   line["align"] = alignment(ea, ep);
   line["uniform"] = uniformity(ea);
   return line;
@@ -229,5 +230,26 @@ nlohmann::json ContrastiveTask::probe(Transformer& model) {
 WorkPerStep ContrastiveTask::work_per_step() const {
   return {"pairs", recipe_.train.batch_size * recipe_.train.grad_accum, "pairs_per_s"};
 }
+
+namespace {
+
+// Anchor, positive and negatives of every pair in one pass, or one chunk of them in the cached mode.
+ActivationShape contrastive_activations(const Recipe& r, const MicroStepSizes& s) {
+  double texts = s.batch * (2 + s.negatives);
+  if (r.loss.contrastive.mini_batch > 0) texts = std::min(texts, double(r.loss.contrastive.mini_batch));
+  ActivationShape a;
+  a.tokens = texts * s.text_length;
+  a.sequence_length = s.text_length;
+  a.length_keys = {"data.max_length"};
+  a.other_remedy = "set loss.contrastive.mini_batch (the cached mode needs one chunk's memory)";
+  return a;
+}
+
+}  // namespace
+
+extern const ObjectiveTraits kContrastiveObjective{
+    Objective::contrastive, "contrastive",
+    "InfoNCE on pooled embeddings of pairs (in-batch and hard negatives, optionally cached)", Inputs::pairs,
+    Attention::either, Head::none, contrastive_activations, make_task_of<ContrastiveTask>};
 
 }  // namespace spread

@@ -8,6 +8,7 @@
 #include "spread/eval/perplexity.h"
 #include "spread/tasks/encoder.h"
 #include "spread/util/error.h"
+#include "spread/util/random.h"
 
 namespace spread {
 namespace {
@@ -49,7 +50,7 @@ std::vector<std::vector<int32_t>> probe_documents(const Recipe& recipe, const To
 
 LanguageModelTask::LanguageModelTask(const Recipe& recipe, const std::string& run_dir, torch::Device device,
                                      const Note& note, const DataShard& shard)
-    : recipe_(recipe), shard_(shard), device_(device), data_(prepare_data(recipe, run_dir, note)), objective_(make_objective(recipe)) {
+    : recipe_(recipe), shard_(shard), device_(device), data_(prepare_data(recipe, run_dir, note)), loss_(make_lm_loss(recipe)) {
   const int64_t block = recipe.model.block_size;
   const auto seed = uint64_t(recipe.run.seed);
   sampler_ = std::make_unique<WindowSampler>(*data_.train, block, seed);
@@ -80,8 +81,8 @@ MicroStepLoss LanguageModelTask::micro_step(Transformer& model, int64_t step, in
   Batch b = sampler_->sample(rows * shard_.world, uint64_t(step), uint64_t(micro));
   if (shard_.world > 1) b = {b.x.narrow(0, shard_.rank * rows, rows), b.y.narrow(0, shard_.rank * rows, rows)};
   if (!device_.is_cpu()) b = {b.x.to(device_), b.y.to(device_)};
-  auto out = model->forward(b.x, objective_.needs_hidden(), objective_.needs_logits());
-  LossValue v = objective_.compute({out, b, splitmix64(uint64_t(step) * 131 + uint64_t(micro))});
+  auto out = model->forward(b.x, loss_.needs_hidden(), loss_.needs_logits());
+  LossValue v = loss_.compute({out, b, splitmix64(uint64_t(step) * 131 + uint64_t(micro))});
   (micro_steps == 1 ? v.total : v.total / double(micro_steps)).backward();
   return {v.total.item<double>(), v.parts};
 }
@@ -104,5 +105,18 @@ WorkPerStep LanguageModelTask::work_per_step() const {
   const auto& t = recipe_.train;
   return {"tok", t.batch_size * t.grad_accum * recipe_.model.block_size, "tokens_per_s"};
 }
+
+namespace {
+
+// Every position of the block predicts the next token.
+ActivationShape lm_activations(const Recipe& r, const MicroStepSizes& s) {
+  return token_prediction_activations(s.batch, double(r.model.block_size), s.vocab, "model.block_size");
+}
+
+}  // namespace
+
+extern const ObjectiveTraits kLanguageModelObjective{
+    Objective::lm, "lm", "next-token prediction on plain text (LM pretraining; dispersion is one of its terms)",
+    Inputs::text, Attention::causal, Head::next_token, lm_activations, make_task_of<LanguageModelTask>};
 
 }  // namespace spread

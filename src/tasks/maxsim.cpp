@@ -4,6 +4,7 @@
 
 #include "spread/eval/multi_vector_retrieval.h"
 #include "spread/losses/maxsim.h"
+#include "spread/model/eval_mode.h"
 #include "spread/util/error.h"
 
 namespace spread {
@@ -175,8 +176,7 @@ MicroStepLoss MaxSimTask::micro_step(Transformer& model, int64_t step, int64_t m
 
 Evaluation MaxSimTask::evaluate(Transformer& model) {
   torch::NoGradGuard no_grad;
-  const bool was_training = model->is_training();
-  model->eval();
+  EvalModeGuard eval_mode(model);
   MaxSimStepOptions opt = step_options_;
   opt.grad_scale = 0;
   double full = 0, pooled = 0;
@@ -190,7 +190,6 @@ Evaluation MaxSimTask::evaluate(Transformer& model) {
     if (loss.pooled.defined()) pooled += loss.pooled.item<double>();
     ++batches;
   }
-  model->train(was_training);
   const double n = batches > 0 ? double(batches) : std::nan("");
   Evaluation e{{{"val_loss", full / n}}, fmt::format("val MaxSim loss {:.4f}", full / n)};
   if (opt.pooling_aware) {
@@ -225,5 +224,30 @@ nlohmann::json MaxSimTask::probe(Transformer& model) {
 WorkPerStep MaxSimTask::work_per_step() const {
   return {"queries", recipe_.train.batch_size * recipe_.train.grad_accum, "queries_per_s"};
 }
+
+namespace {
+
+// Queries and documents in one pass; the score tensor [queries, documents, query tokens, document tokens] is kept
+// three times (scores, their maximum's gradient, the gradient) and once more per pooled copy.
+ActivationShape maxsim_activations(const Recipe& r, const MicroStepSizes& s) {
+  const auto& m = r.loss.maxsim;
+  const double q = double(m.query_length), d = double(m.document_length);
+  const double documents = s.batch * (1 + s.negatives) * (m.gather ? s.world : 1.0);
+  ActivationShape a;
+  a.tokens = s.batch * q + s.batch * (1 + s.negatives) * d;
+  a.sequence_length = s.text_length;
+  a.own_floats = 3 * s.batch * documents * q * d;
+  if (r.loss.pooling_aware.enabled) a.own_floats *= 1 + 1 / r.loss.pooling_aware.pool_factor;
+  a.own_floats += 2 * a.tokens * double(r.model.head_dim);
+  a.length_keys = {"loss.maxsim.document_length", "loss.maxsim.query_length"};
+  return a;
+}
+
+}  // namespace
+
+extern const ObjectiveTraits kMaxSimObjective{
+    Objective::maxsim, "maxsim",
+    "late interaction: MaxSim over token vectors of pairs, optionally pooling-aware (ColBERT-style retrieval)",
+    Inputs::pairs, Attention::bidirectional, Head::token_vectors, maxsim_activations, make_task_of<MaxSimTask>};
 
 }  // namespace spread

@@ -8,7 +8,9 @@
 #include "spread/encode/embed.h"
 #include "spread/eval/perplexity.h"
 #include "spread/losses/mlm.h"
+#include "spread/model/eval_mode.h"
 #include "spread/util/error.h"
+#include "spread/util/random.h"
 
 namespace spread {
 namespace {
@@ -90,8 +92,7 @@ MicroStepLoss MaskedLanguageModelTask::micro_step(Transformer& model, int64_t st
 
 Evaluation MaskedLanguageModelTask::evaluate(Transformer& model) {
   torch::NoGradGuard no_grad;
-  const bool was_training = model->is_training();
-  model->eval();
+  EvalModeGuard eval_mode(model);
   const auto seed = uint64_t(recipe_.run.seed);
   double sum = 0;
   int64_t chosen_total = 0;
@@ -103,7 +104,6 @@ Evaluation MaskedLanguageModelTask::evaluate(Transformer& model) {
     sum += loss.item<double>() * double(chosen);
     chosen_total += chosen;
   }
-  model->train(was_training);
   const double loss = sum / double(std::max<int64_t>(chosen_total, 1));
   Evaluation e{{{"val_loss", loss}, {"val_ppl", std::exp(loss)}},
                fmt::format("val masked-LM loss {:.4f} (perplexity {})", loss, format_perplexity(std::exp(loss)))};
@@ -120,5 +120,20 @@ nlohmann::json MaskedLanguageModelTask::probe(Transformer& model) {
 WorkPerStep MaskedLanguageModelTask::work_per_step() const {
   return {"texts", recipe_.train.batch_size * recipe_.train.grad_accum, "texts_per_s"};
 }
+
+namespace {
+
+// Logits are computed at the chosen positions only (mask_prob of them); the estimate counts every position: an
+// upper bound.
+ActivationShape mlm_activations(const Recipe&, const MicroStepSizes& s) {
+  return token_prediction_activations(s.batch, s.text_length, s.vocab, "data.max_length");
+}
+
+}  // namespace
+
+extern const ObjectiveTraits kMaskedLanguageModelObjective{
+    Objective::mlm, "mlm", "masked-token prediction on plain text (BERT-style encoder pretraining)",
+    Inputs::text, Attention::bidirectional, Head::masked_token, mlm_activations,
+    make_task_of<MaskedLanguageModelTask>};
 
 }  // namespace spread

@@ -1,4 +1,4 @@
-// Benchmark of Ward token pooling (SPEC.md 4; scripts/bench_pooling.sh runs the case): --docs documents of
+// Benchmark of Ward token pooling (docs/design.md §6.3; scripts/bench_pooling.sh runs the target case): --docs documents of
 // --tokens token vectors of width --dim, shaped like encoder output (a few directions per document plus noise,
 // unit rows, float32 values), pooled with --pool-factor on --threads threads, one protected token each. Times the
 // library call on float64 documents (ward_pool_many) and the padded-batch call a loss makes on a float32

@@ -527,10 +527,4 @@ PrecisionPlan agree_on_precision(const PrecisionPlan& mine, ProcessGroup& group)
   return agreed;
 }
 
-uint64_t fnv1a64(const std::string& text) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
-
 }  // namespace spread

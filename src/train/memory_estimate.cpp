@@ -12,6 +12,7 @@
 #include "spread/run/setup.h"
 #include "spread/runtime/devices.h"
 #include "spread/runtime/memory.h"
+#include "spread/config/objective.h"
 #include "spread/util/error.h"
 #include "spread/util/json_depth.h"
 
@@ -106,28 +107,10 @@ struct Activations {
 
 Activations activation_bytes(const Recipe& r, int64_t vocab, int64_t world) {
   const auto& m = r.model;
-  const double B = double(r.train.batch_size), C = double(m.n_embd), L = double(m.n_layer);
-  const std::string& objective = r.train.objective;
-  const double negatives = double(negatives_of(r));
-  double tokens = 0, logits = 0, extra = 0;
-  if (objective == "lm") {
-    tokens = B * double(m.block_size);
-    logits = 3 * tokens * double(vocab);
-  } else if (objective == "mlm") {
-    tokens = B * double(text_length(r));
-    logits = 3 * tokens * double(vocab);
-  } else if (objective == "contrastive") {
-    double texts = B * (2 + negatives);
-    if (r.loss.contrastive.mini_batch > 0) texts = std::min(texts, double(r.loss.contrastive.mini_batch));
-    tokens = texts * double(text_length(r));
-  } else {  // maxsim
-    const auto& s = r.loss.maxsim;
-    const double documents = B * (1 + negatives) * (s.gather ? double(world) : 1.0);
-    tokens = B * double(s.query_length) + B * (1 + negatives) * double(s.document_length);
-    extra = 3 * B * documents * double(s.query_length) * double(s.document_length) * kFloat;
-    if (r.loss.pooling_aware.enabled) extra *= 1 + 1 / r.loss.pooling_aware.pool_factor;
-    extra += 2 * tokens * double(m.head_dim) * kFloat;
-  }
+  const MicroStepSizes sizes{double(r.train.batch_size), double(negatives_of(r)), double(world),
+                             double(text_length(r)), double(vocab)};
+  const ActivationShape shape = traits_of(r.train.objective).activations(r, sizes);
+  const double C = double(m.n_embd), L = double(m.n_layer), tokens = shape.tokens;
   double per_token_layer = m.recompute ? 14 : 18;
   if (m.dropout > 0) per_token_layer += 3;
   if (r.train.precision == "bf16") per_token_layer += 4;
@@ -135,25 +118,24 @@ Activations activation_bytes(const Recipe& r, int64_t vocab, int64_t world) {
   // The fused CPU attention never keeps the probabilities; elsewhere recompute = false keeps them per layer.
   const bool fused_attention = r.run.device == "cpu";
   if (!m.recompute && !fused_attention) {
-    const double T = objective == "lm" ? double(m.block_size) : double(text_length(r));
+    const double T = shape.sequence_length;
     width += L * (tokens / T) * double(m.n_head) * T * T * kFloat;
   }
+  const double logits = shape.logit_floats * kFloat, own = shape.own_floats * kFloat;
   Activations a;
-  a.bytes = width + logits * kFloat + extra;
-  a.from_width = extra < width + logits * kFloat;
+  a.bytes = width + logits + own;
+  a.from_width = own < width + logits;
   return a;
 }
 
 // "lower A, B or C[, or set D]": the keys that move the activations.
 std::string activation_keys(const Recipe& r, bool from_width) {
-  const std::string& objective = r.train.objective;
+  const ActivationShape shape = traits_of(r.train.objective).activations(r, MicroStepSizes{});
   std::vector<std::string> lower{"train.batch_size"};
-  if (objective == "lm") lower.push_back("model.block_size");
-  else if (objective == "maxsim") lower.insert(lower.end(), {"loss.maxsim.document_length", "loss.maxsim.query_length"});
-  else lower.push_back("data.max_length");
+  lower.insert(lower.end(), shape.length_keys.begin(), shape.length_keys.end());
   if (from_width) lower.insert(lower.end(), {"model.n_embd", "model.n_layer"});
   std::string keys = "lower " + join_or(lower);
-  if (objective == "contrastive") keys += ", or set loss.contrastive.mini_batch (the cached mode needs one chunk's memory)";
+  if (!shape.other_remedy.empty()) keys += ", or " + shape.other_remedy;
   if (!r.model.recompute) keys += ", or set model.recompute = true";
   return keys;
 }

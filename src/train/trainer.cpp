@@ -17,6 +17,7 @@
 
 #include "spread/interchange/export.h"
 #include "spread/interchange/hf_import.h"
+#include "spread/interchange/sentence_modules_record.h"
 #include "spread/log/metrics_log.h"
 #include "spread/log/progress.h"
 #include "spread/run/best_checkpoint.h"
@@ -37,6 +38,7 @@
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 #include "spread/util/model_folder.h"
+#include "spread/util/random.h"
 
 namespace fs = std::filesystem;
 
@@ -78,8 +80,15 @@ struct Run {
   std::unique_ptr<ProcessGroup> group;  // data-parallel (train/distributed.h); null for one process
   std::unique_ptr<GradientSync> sync;   // data-parallel with the all-reduce overlapping backward
   int64_t rank = 0, world = 1;          // only rank 0 writes the run directory
+  std::optional<DistributedEnv> dist;   // from the environment (torchrun, spread train --nproc)
+  ThreadPlan threads;
+  BlasInfo blas;
   MemoryEstimate memory;                // of one rank, before anything was allocated
   std::optional<BestEvaluation> best;   // train.keep_best: the best evaluation so far (rank 0)
+  // Rank 0's hold on the run directory. The cleanup comes after the lock, so that it is destroyed (and removes a
+  // fresh run's half-made directory after a failed start) while the lock is still held.
+  std::optional<RunLock> lock;
+  std::optional<FreshStartCleanup> cleanup;
 };
 
 // Every rank's CPU generator state, in rank order ([world, state bytes]): dropout masks differ between ranks, so a
@@ -131,7 +140,9 @@ void restore_checkpoint(Run& run, const Checkpoint& c, const std::string& source
   run.elapsed_s = c.meta.value("elapsed_s", 0.0);
 }
 
-void write_run_info(const Run& run, const BlasInfo& blas, const ThreadPlan& threads) {
+void write_run_info(const Run& run) {
+  const BlasInfo& blas = run.blas;
+  const ThreadPlan& threads = run.threads;
   nlohmann::json info = {{"blas", blas.library},
                          {"blas_core", blas.core},
                          {"blas_threading", blas.threading},
@@ -147,8 +158,10 @@ void write_run_info(const Run& run, const BlasInfo& blas, const ThreadPlan& thre
   write_file_atomic((fs::path(run.dir) / "run.json").string(), info.dump(2) + "\n");
 }
 
-void print_header(const Run& run, const BlasInfo& blas, const ThreadPlan& threads, bool resumed) {
+void print_header(const Run& run, bool resumed) {
   const auto& m = run.recipe.model;
+  const BlasInfo& blas = run.blas;
+  const ThreadPlan& threads = run.threads;
   say(fmt::format("spread {} run '{}' in {}", resumed ? "resuming" : "starting", run.recipe.run.name, run.dir));
   const int64_t ids = run.task->tokenizer().vocab_size(), rows = run.model->config().vocab_size;
   say(fmt::format("model: {} layers, {} heads, width {}, block {}, vocab {}{}: {:.2f}M parameters", m.n_layer,
@@ -166,7 +179,7 @@ void print_header(const Run& run, const BlasInfo& blas, const ThreadPlan& thread
 bool due(int64_t every, int64_t step, int64_t last) { return every > 0 && (step % every == 0 || step == last); }
 
 // Every diagnostics.every steps, and every early_every steps up to early_until (a fresh LM's condensation peaks
-// within its first ~50 steps; SPEC 2).
+// within its first ~50 steps; docs/design.md §3.5).
 bool probe_due(const DiagnosticsConfig& d, int64_t step, int64_t last) {
   return due(d.every, step, last) || (d.early_every > 0 && step <= d.early_until && step % d.early_every == 0);
 }
@@ -257,10 +270,11 @@ void open_run(Run& run, TrainStart start, const std::function<void(const std::st
   for (const fs::path& dir : {fs::path(run.dir), fs::path(run.dir) / "ckpt"}) require_writable_directory(dir.string());
   if (start == TrainStart::Fresh) {
     for (const char* stale : {"tokenizer.model", "tokenizer.chars", "tokenizer.json", "train.bin", "val.bin",
-                              "metrics.jsonl", kRunFilesName})
+                              "metrics.jsonl", kRunFilesName, kSentenceModulesRecord})
       remove_file((fs::path(run.dir) / stale).string());
     write_file_atomic((fs::path(run.dir) / "recipe.toml").string(), recipe_to_toml(run.recipe));
     if (!run.recipe.train.init_from.empty()) copy_tokenizer_files(run.recipe, run.dir);
+    if (const auto wrapper = sentence_modules_of(run.recipe.train.init_from)) record_sentence_modules(run.dir, *wrapper);
   }
   // A resumed run must find the files its checkpoints were trained with, before the task rebuilds a missing one
   // and again after (a rebuilt token file must equal the recorded one).
@@ -397,52 +411,59 @@ int train(const Recipe& recipe, TrainStart start) {
 
 namespace {
 
-int train_run(const Recipe& given, TrainStart start) {
+// The recipe as the run saves it: paths absolute, so that a resume from another working directory finds its files.
+Recipe recipe_to_save(const Recipe& given, TrainStart start) {
   // init_from of a model folder: its shape and tokenizer; a resumed run's recipe.toml holds them already (and the
   // folder may have moved since).
-  const Recipe recipe = start == TrainStart::Fresh ? adopt_model_folder(given) : given;
-  Run run;
-  run.recipe = recipe;
-  // The saved recipe must still find its files when resumed from another working directory.
-  for (auto& path : run.recipe.data.path) path = fs::absolute(path).lexically_normal().string();
-  for (std::string* path : {&run.recipe.tokenizer.model, &run.recipe.train.init_from, &run.recipe.eval.sts,
-                            &run.recipe.eval.beir, &run.recipe.data.root})
+  Recipe recipe = start == TrainStart::Fresh ? adopt_model_folder(given) : given;
+  for (auto& path : recipe.data.path) path = fs::absolute(path).lexically_normal().string();
+  for (std::string* path : {&recipe.tokenizer.model, &recipe.train.init_from, &recipe.eval.sts, &recipe.eval.beir,
+                            &recipe.data.root})
     if (!path->empty()) *path = fs::absolute(*path).lexically_normal().string();
-  run.dir = recipe.run_dir();
-  run.device = recipe_device(recipe);
-  const std::optional<DistributedEnv> dist = distributed_env();
+  return recipe;
+}
+
+// This process's place: device, threads, and its rank among the data-parallel ones.
+void join_ranks(Run& run) {
+  run.dir = run.recipe.run_dir();
+  run.device = recipe_device(run.recipe);
+  run.dist = distributed_env();
   // One GPU per rank of a host: "cuda" is cuda:LOCAL_RANK (NCCL refuses two ranks on one GPU).
-  if (dist && run.device.is_cuda() && !run.device.has_index())
-    run.device = torch::Device(torch::kCUDA, c10::DeviceIndex(dist->local_rank));
-  ThreadPlan threads = apply_threads(rank_threads(recipe, dist));
+  if (run.dist && run.device.is_cuda() && !run.device.has_index())
+    run.device = torch::Device(torch::kCUDA, c10::DeviceIndex(run.dist->local_rank));
+  run.threads = apply_threads(rank_threads(run.recipe, run.dist));
   g_quiet = false;
-  if (dist) {
-    run.group = ProcessGroup::connect(*dist, run.device);
-    run.rank = dist->rank;
-    run.world = dist->world;
-    g_quiet = run.rank != 0;
-    refuse_different_recipes(run);
-  }
-  // Before the run directory, the data or the model: a shape this host cannot hold is refused, not killed later.
-  run.memory = check_training_memory(recipe, estimated_vocab_size(recipe), run.world, dist ? dist->local_world : 1);
-  std::optional<RunLock> lock;  // before the cleanup, which so runs while the lock is still held
-  std::optional<FreshStartCleanup> cleanup;
-  if (start == TrainStart::Fresh && run.rank == 0) cleanup.emplace(run.dir);
+  if (!run.dist) return;
+  run.group = ProcessGroup::connect(*run.dist, run.device);
+  run.rank = run.dist->rank;
+  run.world = run.dist->world;
+  g_quiet = run.rank != 0;
+  refuse_different_recipes(run);
+}
+
+// The checkpoint a resume continues from, checked before anything is rebuilt or written.
+Checkpoint checkpoint_to_resume(const Run& run) {
+  Checkpoint c = checkpoint_to_use(run.dir, [](const std::string& w) { say("warning: " + w); });
+  const int64_t trained_on = c.meta.value("world_size", int64_t(1));
+  if (trained_on != run.world)
+    throw user_error(c.path, 0, "WORLD_SIZE", fmt::format("this checkpoint was trained by {} rank(s), this run has {}",
+                                                          trained_on, run.world),
+                     fmt::format("resume with the same number of ranks (--nproc {} or torchrun --nproc-per-node {})",
+                                 trained_on, trained_on));
+  return c;
+}
+
+// Rank 0 locks the run directory and prepares the task's data in it; the other ranks then read what it built (on
+// another host they build their own copy). Returns the checkpoint to resume from.
+std::optional<Checkpoint> claim_run_dir(Run& run, TrainStart start) {
+  if (start == TrainStart::Fresh && run.rank == 0) run.cleanup.emplace(run.dir);
   make_directories(run.dir);  // the lock lives inside; creating an empty directory harms no other process
   std::optional<Checkpoint> resume_from;
   if (run.rank == 0) {
     try {
-      lock.emplace(run.dir);
-      if (cleanup) cleanup->arm();
-      if (start == TrainStart::Resume) {  // checked before anything is rebuilt or written
-        resume_from = checkpoint_to_use(run.dir, [](const std::string& w) { say("warning: " + w); });
-        const int64_t trained_on = resume_from->meta.value("world_size", int64_t(1));
-        if (trained_on != run.world)
-          throw user_error(resume_from->path, 0, "WORLD_SIZE", fmt::format("this checkpoint was trained by {} "
-                           "rank(s), this run has {}", trained_on, run.world),
-                           fmt::format("resume with the same number of ranks (--nproc {} or torchrun "
-                                       "--nproc-per-node {})", trained_on, trained_on));
-      }
+      run.lock.emplace(run.dir);
+      if (run.cleanup) run.cleanup->arm();
+      if (start == TrainStart::Resume) resume_from = checkpoint_to_resume(run);
       open_run(run, start, say);
     } catch (const UserError&) {
       agree(run, true);
@@ -450,9 +471,13 @@ int train_run(const Recipe& given, TrainStart start) {
     }
   }
   agree(run, false);
-  // The other ranks read what rank 0 built (tokenizer, token files); on another host they build their own copy.
   if (run.rank != 0) run.task = make_task(run.recipe, run.dir, run.device, say, data_shard(run));
+  return resume_from;
+}
 
+// The model and optimizer, from the seed, init_from or the checkpoint, the same on every rank.
+void build_model(Run& run, TrainStart start, std::optional<Checkpoint> resume_from) {
+  const Recipe& recipe = run.recipe;
   // Decided anew by every session: a checkpoint is float32 whatever the precision it was trained in.
   run.precision = plan_precision(recipe.train.precision, run.device);
   if (run.group) run.precision = agree_on_precision(run.precision, *run.group);
@@ -466,7 +491,6 @@ int train_run(const Recipe& given, TrainStart start) {
   add_adamw_groups(run.optimizer, run.model, recipe.train);  // after .to(): the flat buffers live on the device
   const auto& t = recipe.train;
   run.schedule = {t.lr, t.min_lr, t.warmup_steps, t.max_steps};
-
   torch::Tensor saved_generators;  // every rank's, when the checkpoint holds them
   if (resume_from) {
     if (auto it = resume_from->tensors.find("rng.cpu.ranks"); it != resume_from->tensors.end())
@@ -476,78 +500,101 @@ int train_run(const Recipe& given, TrainStart start) {
       throw diverged_checkpoint_error(resume_from->path, "the model's output is NaN or Inf");
     resume_from.reset();  // its tensors were copied into the model and optimizer
   }
-  if (run.group) {
-    share_state(run);
-    share_generators(run, saved_generators);
-    if (dist->overlap && run.task->one_backward_per_micro_step())
-      run.sync = std::make_unique<GradientSync>(*run.group, run.optimizer, run.model->parameters(), dist->bucket_bytes);
-  }
-  BlasInfo blas = blas_info();
-  if (run.rank == 0) write_run_info(run, blas, threads);
-  print_header(run, blas, threads, start == TrainStart::Resume);
+  if (!run.group) return;
+  share_state(run);
+  share_generators(run, saved_generators);
+  if (run.dist->overlap && run.task->one_backward_per_micro_step())
+    run.sync = std::make_unique<GradientSync>(*run.group, run.optimizer, run.model->parameters(), run.dist->bucket_bytes);
+}
+
+// Everything before the first step: the run directory, its data, the model and optimizer on every rank.
+void start_run(Run& run, const Recipe& given, TrainStart start) {
+  run.recipe = recipe_to_save(given, start);
+  join_ranks(run);
+  // Before the run directory, the data or the model: a shape this host cannot hold is refused, not killed later.
+  run.memory = check_training_memory(run.recipe, estimated_vocab_size(run.recipe), run.world,
+                                     run.dist ? run.dist->local_world : 1);
+  build_model(run, start, claim_run_dir(run, start));
+  run.blas = blas_info();
+  if (run.rank == 0) write_run_info(run);
+  print_header(run, start == TrainStart::Resume);
   if (run.group)
     say(fmt::format("data parallel: {} ranks ({} on this host), batch {} per rank, {} in all; gradient all-reduce {}",
-                    run.world, dist->local_world, recipe.train.batch_size, recipe.train.batch_size * run.world,
+                    run.world, run.dist->local_world, run.recipe.train.batch_size,
+                    run.recipe.train.batch_size * run.world,
                     run.sync ? fmt::format("in {} buckets overlapping backward", run.sync->buckets())
                              : std::string("after backward")));
+}
 
-  MetricsLog log(run.rank == 0 ? run.dir : "", start == TrainStart::Resume ? run.step : -1);
-  if (start == TrainStart::Resume) log.write({{"step", run.step}, {"event", "resume"}});
-  if (start == TrainStart::Resume && run.rank == 0) run.best = read_best(run.dir);
-  else log.write({{"step", 0}, {"event", "start"}, {"blas_core", blas.core}});
-  if (cleanup) cleanup->keep();  // a run now, which compare and --resume know
+// The step's line in metrics.jsonl and on the console.
+void log_step(const Run& run, const StepResult& r, Progress& progress, double comm_s, MetricsLog& log) {
+  const WorkPerStep work = run.task->work_per_step();
+  const double lr = run.schedule.at(run.step - 1);
+  nlohmann::json line = {{"step", run.step}, {"loss", r.loss}, {"lr", lr}, {"grad_norm", r.grad_norm},
+                         {work.log_key, progress.items_per_s()}, {"elapsed_s", run.elapsed_s}};
+  for (const auto& [name, value] : r.parts) line["loss_" + name] = value;
+  if (run.group) line["comm_s"] = comm_s;
+  log.write(line);
+  say(progress.line(r.loss, lr));
+}
 
+// A step whose loss or gradient is not finite: it is consumed, so that the next one draws new data, and logged;
+// like every line, it is numbered by the steps done (the console's "step N"). The reason to stop, when it is one
+// too many in a row.
+std::optional<std::string> skip_step(Run& run, const StepResult& r, int64_t& bad_in_a_row, MetricsLog& log) {
+  ++bad_in_a_row;
+  ++run.step;
+  log.write({{"step", run.step}, {"event", "nan_skip"}, {"loss", r.loss}, {"grad_norm", r.grad_norm}});
+  say(fmt::format("step {}: loss {} / grad norm {} is not finite; update skipped ({} in a row)", run.step, r.loss,
+                  r.grad_norm, bad_in_a_row));
+  if (bad_in_a_row < run.recipe.train.max_bad_steps) return std::nullopt;
+  return fmt::format("{} non-finite steps in a row", bad_in_a_row);
+}
+
+// Evaluation and the geometry probe when due (rank 0 alone); the time they take is no training time.
+void evaluate_when_due(Run& run, Progress& progress, MetricsLog& log) {
+  const auto& t = run.recipe.train;
+  if (run.rank != 0) return;
+  if (due(t.eval_every, run.step, t.max_steps)) {
+    Evaluation e = run.task->evaluate(run.model);
+    e.metrics["step"] = run.step;
+    log.write(e.metrics);
+    say(fmt::format("eval step {}: {}", run.step, e.summary));
+    note_best(run, e, log);
+    progress.exclude_pause();
+  }
+  if (probe_due(run.recipe.diagnostics, run.step, t.max_steps)) {
+    write_probe(run, log);
+    progress.exclude_pause();
+  }
+}
+
+// The steps from run.step to train.max_steps, with logging, evaluation, checkpoints and signals; the exit code.
+int train_steps(Run& run, MetricsLog& log) {
+  const auto& t = run.recipe.train;
   g_stop_signal = 0;
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   run.model->train();
   const WorkPerStep work = run.task->work_per_step();
   Progress progress(run.step, t.max_steps, work.count * run.world, work.unit);
-  const bool writer = run.rank == 0;  // evaluation, probes and checkpoints: rank 0 alone
-  // Condensation is present at initialisation (SPEC 2): the probe sees the model before its first update.
-  if (run.step == 0 && recipe.diagnostics.enabled() && writer) write_probe(run, log);
+  // Condensation is present at initialisation: the probe sees the model before its first update.
+  if (run.step == 0 && run.recipe.diagnostics.enabled() && run.rank == 0) write_probe(run, log);
   progress.exclude_pause();
   int64_t bad_in_a_row = 0;
   double comm_s = 0;  // data-parallel: seconds in gradient and loss collectives, this session
   while (run.step < t.max_steps) {
-    StepResult r = train_step(run);
+    const StepResult r = train_step(run);
     if (!r.finite) {
-      ++bad_in_a_row;
-      // The step is consumed so that the next one draws new data; like every line, it is numbered by the steps
-      // done (the console's "step N").
-      ++run.step;
-      log.write({{"step", run.step}, {"event", "nan_skip"}, {"loss", r.loss}, {"grad_norm", r.grad_norm}});
-      say(fmt::format("step {}: loss {} / grad norm {} is not finite; update skipped ({} in a row)", run.step,
-                      r.loss, r.grad_norm, bad_in_a_row));
-      if (bad_in_a_row >= t.max_bad_steps)
-        return stop_diverged(run, log, fmt::format("{} non-finite steps in a row", bad_in_a_row));
+      if (auto stop = skip_step(run, r, bad_in_a_row, log)) return stop_diverged(run, log, *stop);
       continue;
     }
     bad_in_a_row = 0;
     comm_s += r.comm_s;
     progress.tick(run.step);
     run.elapsed_s += progress.last_step_seconds();
-    if (due(t.log_every, run.step, t.max_steps) || run.step == 1) {
-      nlohmann::json line = {{"step", run.step}, {"loss", r.loss}, {"lr", run.schedule.at(run.step - 1)},
-                             {"grad_norm", r.grad_norm}, {work.log_key, progress.items_per_s()},
-                             {"elapsed_s", run.elapsed_s}};
-      for (const auto& [name, value] : r.parts) line["loss_" + name] = value;
-      if (run.group) line["comm_s"] = comm_s;
-      log.write(line);
-      say(progress.line(r.loss, run.schedule.at(run.step - 1)));
-    }
-    if (writer && due(t.eval_every, run.step, t.max_steps)) {
-      Evaluation e = run.task->evaluate(run.model);
-      e.metrics["step"] = run.step;
-      log.write(e.metrics);
-      say(fmt::format("eval step {}: {}", run.step, e.summary));
-      note_best(run, e, log);
-      progress.exclude_pause();
-    }
-    if (writer && probe_due(recipe.diagnostics, run.step, t.max_steps)) {
-      write_probe(run, log);
-      progress.exclude_pause();
-    }
+    if (due(t.log_every, run.step, t.max_steps) || run.step == 1) log_step(run, r, progress, comm_s, log);
+    evaluate_when_due(run, progress, log);
     if (due(t.ckpt_every, run.step, t.max_steps)) {
       if (auto bad = save(run, log, "scheduled")) return stop_diverged(run, log, *bad);
       progress.exclude_pause();
@@ -559,6 +606,18 @@ int train_run(const Recipe& given, TrainStart start) {
   say(fmt::format("done: {} steps in {:.1f} s (peak RSS {:.0f} MiB); run dir {}", run.step, run.elapsed_s,
                   peak_rss_mib(), run.dir));
   return kExitOk;
+}
+
+int train_run(const Recipe& given, TrainStart start) {
+  Run run;
+  start_run(run, given, start);
+  const bool resumed = start == TrainStart::Resume;
+  MetricsLog log(run.rank == 0 ? run.dir : "", resumed ? run.step : -1);
+  if (resumed) log.write({{"step", run.step}, {"event", "resume"}});
+  if (resumed && run.rank == 0) run.best = read_best(run.dir);
+  else log.write({{"step", 0}, {"event", "start"}, {"blas_core", run.blas.core}});
+  if (run.cleanup) run.cleanup->keep();  // a run now, which compare and --resume know
+  return train_steps(run, log);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "spread/config/objective.h"
+
 namespace spread {
 
 struct RunConfig {
@@ -84,7 +86,7 @@ struct ModelConfig {
 };
 
 struct TrainConfig {
-  std::string objective = "lm";  // lm | mlm | contrastive | maxsim
+  Objective objective = Objective::lm;  // config/objective.h: lm | mlm | contrastive | maxsim
   std::string init_from;         // a run directory whose newest checkpoint gives the initial model weights, or a
                                  // Hugging Face GPT-2 folder of the same shape (spread export; interchange/export.h)
   int64_t batch_size = 12;
@@ -116,13 +118,13 @@ struct DispersionConfig {
   bool enabled = false;
   double lambda = 0.1;
   std::string variant = "angular";  // angular | cosine | l2_repel | hinge | decorrelation
-  double tau = 0.5;    // SPEC 2 (the reference's tau_cos); was 1.0 before the SPEC review
+  double tau = 0.5;    // docs/design.md §3.2 (the reference's tau_cos); was 1.0 before the design review
   double clamp = 1e-4;  // straight-through clamp t; was 0.1, which flattened the loss above cos 0.9
   int64_t max_tokens = 256;
   std::vector<int64_t> layers;  // layer indices 0..n_layer (0 = embedding output); empty = last; see layers_mode
   std::string layers_mode = "last";  // last | all | list
   bool after_norm = true;  // the last block's output after the final LayerNorm, as the reference and HF's
-                           // hidden_states[-1] (what the LM head sees); was false before the SPEC review
+                           // hidden_states[-1] (what the LM head sees); was false before the design review
 };
 
 // Masked-language-model pretraining of an encoder (BERT): mask_prob of the non-special tokens are chosen; of
@@ -131,7 +133,7 @@ struct MlmConfig {
   double mask_prob = 0.15;
 };
 
-// In-batch InfoNCE on pooled text embeddings (SPEC section 3).
+// In-batch InfoNCE on pooled text embeddings (docs/design.md §5).
 struct ContrastiveConfig {
   double temperature = 0.05;
   bool symmetric = false;
@@ -139,11 +141,11 @@ struct ContrastiveConfig {
   int64_t mini_batch = 0;                // > 0: cached mode (GradCache) with mini-batches of this many texts
   bool simcse = false;                   // unsupervised: the positive is the anchor under another dropout mask
   std::vector<int64_t> matryoshka_dims;  // empty = the full width only
-  std::string pooling = "mean";          // mean | cls | last
+  std::string pooling = "mean";          // mean | cls | last | max | weightedmean
   bool gather = false;                   // data-parallel: every rank scores against the whole global batch
 };
 
-// Late interaction (SPEC section 4): MaxSim of normalised token vectors, contrastive over in-batch and hard-negative
+// Late interaction (docs/design.md §6): MaxSim of normalised token vectors, contrastive over in-batch and hard-negative
 // documents. Queries are "[CLS] [Q] text [SEP]", documents "[CLS] [D] text [SEP]".
 struct MaxSimConfig {
   int64_t query_length = 32;      // tokens per query, markers included
@@ -154,10 +156,10 @@ struct MaxSimConfig {
   // the entry's id or [UNK]'s, as its convert_tokens_to_ids); empty = the punctuation rule
   std::vector<std::string> skiplist_words;
   bool gather = false;            // data-parallel: every query is scored against the global batch's documents
-  double temperature = 1.0;       // scores / temperature before the cross-entropy (SPEC: 1)
+  double temperature = 1.0;       // scores / temperature before the cross-entropy (docs/design.md §6.2: 1)
 };
 
-// The loss on full plus Ward-pooled documents (SPEC section 4, pooling-aware loss).
+// The loss on full plus Ward-pooled documents (docs/design.md §6.5, pooling-aware loss).
 struct PoolingAwareConfig {
   bool enabled = false;
   double pool_factor = 4;
@@ -204,8 +206,9 @@ struct Recipe {
   DiagnosticsConfig diagnostics;
   EvalConfig eval;
 
-  std::string run_dir() const;
-  bool is_encoder_objective() const { return train.objective != "lm"; }  // run.out_dir / run.name
+  std::string run_dir() const;  // run.out_dir / run.name
+  const ObjectiveTraits& objective() const { return traits_of(train.objective); }
+  bool is_encoder_objective() const { return objective().encoder(); }
 };
 
 // Parses TOML text; `source_name` names it in messages. Applies `overrides` ("section.key=value") afterwards.
@@ -215,5 +218,9 @@ Recipe load_recipe(const std::string& path, const std::vector<std::string>& over
 
 // The resolved recipe as TOML (every key, in schema order); parse_recipe(to_toml(r)) == r.
 std::string recipe_to_toml(const Recipe& recipe);
+
+// Every recipe key with its type, default, allowed values and meaning: a Markdown page (docs/recipe_reference.md)
+// or plain text (`spread recipe --keys`).
+std::string recipe_reference(bool markdown);
 
 }  // namespace spread

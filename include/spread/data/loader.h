@@ -13,8 +13,6 @@ struct Batch {
   torch::Tensor y;  // [B, T] int64 next-token targets
 };
 
-// splitmix64: a small, well-mixed, portable hash for seeding per-step streams.
-uint64_t splitmix64(uint64_t x);
 
 class WindowSampler {
  public:

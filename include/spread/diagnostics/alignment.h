@@ -1,7 +1,7 @@
 #pragma once
 // Alignment and uniformity of text embeddings (Wang & Isola 2020, "Understanding Contrastive Representation
-// Learning through Alignment and Uniformity on the Hypersphere", arXiv:2005.10242; SPEC.md 1.4), with the paper's
-// alpha = 2 and t = 2, in float64 under no_grad (inputs of any float dtype and device; no graph is kept).
+// Learning through Alignment and Uniformity on the Hypersphere", arXiv:2005.10242; docs/design.md §7.4), with the
+// paper's alpha = 2 and t = 2, in float64 under no_grad (inputs of any float dtype and device; no graph is kept).
 // Rows are first scaled to unit length, u = x / max(||x||, 1e-12) (an all-zero row stays 0).
 //   alignment(u, v) = (1/N) sum_i ||u_i - v_i||^2                                  over positive pairs (u_i, v_i)
 //   uniformity(u)   = log( (2 / (N (N - 1))) sum_{i<j} exp(-2 ||u_i - u_j||^2) )

@@ -1,5 +1,5 @@
 #pragma once
-// Geometry diagnostics of token representations (SPEC.md 1.1 and 1.2), computed in float64 under no_grad.
+// Geometry diagnostics of token representations (docs/design.md §7.1 and §7.2), computed in float64 under no_grad.
 //   mean_cos_incl = (1/n^2) sum_{j,k} cos(x_j, x_k) = ||mean_j u_j||^2,  u_j = x_j / max(||x_j||, 1e-12)
 //   mean_cos_excl = (n * mean_cos_incl - 1) / (n - 1)                  (self pairs removed, n >= 2)
 //   concentration = S(X) / ||mu||^2,  S(X) = (1/n) sum_j ||x_j - mu||^2

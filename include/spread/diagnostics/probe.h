@@ -3,7 +3,7 @@
 // under no_grad: per layer (0 = embeddings, i = block i) mean_cos (intra-sequence, self pairs excluded),
 // batch_mean_cos (tokens of different sequences) and concentration = S(X)/||mu||^2, as arrays indexed by layer;
 // mean_cos_final, the intra-sequence mean cosine after the final LayerNorm (the state the LM head and pooling
-// see; SPEC 2); with `socm`, SOCM and its parts over all pairs of probe sequences of that final state.
+// see; docs/design.md §3.4); with `socm`, SOCM and its parts over all pairs of probe sequences of that final state.
 #include <nlohmann/json.hpp>
 
 #include "spread/config/recipe.h"

@@ -1,7 +1,7 @@
 #pragma once
 // The report of `spread diagnose`: per layer, SOCM over pairs of texts (mean, and quantiles of socm, d_mu and
-// d_sigma; SPEC.md 1.3), mean cosine within texts with and without self pairs (1.1) and concentration (1.2), each a
-// mean over texts. Printed as a table on the console and written as JSON.
+// d_sigma; docs/design.md §7.3), mean cosine within texts with and without self pairs (§7.1) and concentration (§7.2),
+// each a mean over texts. Printed as a table on the console and written as JSON.
 #include <Eigen/Core>
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
@@ -23,7 +23,7 @@ struct LayerReport {
   double mean_cos_incl = 0;  // mean over texts
   double mean_cos_excl = 0;  // mean over texts with at least two tokens (NaN when none has)
   double concentration = 0;  // mean over texts of S(X)/||mu||^2
-  double batch_mean_cos = 0;  // cross-text: tokens of different texts (SPEC 1.1; NaN with fewer than two texts)
+  double batch_mean_cos = 0;  // cross-text: tokens of different texts (docs/design.md §7.1; NaN for < 2 texts)
 };
 
 struct DiagnoseReport {

@@ -1,5 +1,5 @@
 #pragma once
-// SOCM, second-order collapse by mean pooling (Hara et al. 2026, arXiv:2604.27398; SPEC.md 1.3), in float64.
+// SOCM, second-order collapse by mean pooling (Hara et al. 2026, arXiv:2604.27398; docs/design.md §7.3), in float64.
 // Per text, X (n x d, rows = valid tokens):
 //   mu = mean_j x_j;   X <- X / (||mu|| + 1e-12);   Sigma = (1/n) sum_j (x_j - mu)(x_j - mu)^T   (biased)
 // Per pair of texts (1, 2):
@@ -35,8 +35,9 @@ namespace spread {
 // Such texts are counted and flagged (probe logs, `spread diagnose`), never dropped.
 constexpr double kSocmTraceLimit = 2.0;
 
-// The formula of the pair value; it has the five properties of SPEC.md 1.3 (maximal only at d_mu = 0, d_sigma = 1;
-// zero when d_mu = 1 or d_sigma = 0; non-increasing in d_mu, non-decreasing in d_sigma, negative cross derivative).
+// The formula of the pair value; it has the five properties of docs/design.md §7.3 (maximal only at d_mu = 0,
+// d_sigma = 1; zero when d_mu = 1 or d_sigma = 0; non-increasing in d_mu, non-decreasing in d_sigma, negative cross
+// derivative).
 inline double socm_value(double d_mu, double d_sigma) { return (1.0 - d_mu) * d_sigma; }
 
 enum class SocmSolver {

@@ -1,5 +1,5 @@
 #pragma once
-// Multi-vector (late-interaction) encoding (SPEC.md 4): queries read as "[CLS] [Q] text [SEP]", documents as
+// Multi-vector (late-interaction) encoding (docs/design.md §6.1): queries read as "[CLS] [Q] text [SEP]", documents as
 // "[CLS] [D] text [SEP]", each token a unit vector of the model's head (TransformerImpl::token_vectors). Shared by
 // the maxsim training task, retrieval (eval/multi_vector_retrieval.h), `spread calibrate` and export.
 //

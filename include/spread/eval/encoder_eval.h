@@ -1,7 +1,7 @@
 #pragma once
-// Evaluation of text-embedding models (SPEC section 5): STS (Spearman of the cosine of the two texts' embeddings
-// against the gold score) and retrieval in BEIR layout (exact search over the whole encoded corpus by cosine,
-// ties by corpus id; nDCG@10, MRR@10, Recall@100 averaged over the queries that have a relevant document).
+// Evaluation of text-embedding models (docs/design.md §8.2, §8.3): STS (Spearman of the cosine of the two texts'
+// embeddings against the gold score) and retrieval in BEIR layout (exact search over the whole encoded corpus by
+// cosine, ties by corpus id; nDCG@10, MRR@10, Recall@100 averaged over the queries that have a relevant document).
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -36,8 +36,5 @@ StsScore evaluate_sts(Transformer& model, const Tokenizer& tokenizer, const std:
 RetrievalMetrics evaluate_retrieval(Transformer& model, const Tokenizer& tokenizer, const BeirData& data,
                                     const EncoderSpec& spec,
                                     const std::function<void(int64_t, int64_t)>& progress = {});
-
-// Cosine similarity of rows: [N, C] x [M, C] -> [N, M] (float32).
-torch::Tensor cosine_matrix(const torch::Tensor& a, const torch::Tensor& b);
 
 }  // namespace spread

@@ -1,6 +1,6 @@
 #pragma once
-// Late-interaction retrieval (SPEC.md 4 and 5): every query of a BEIR set against the whole corpus by MaxSim, the
-// documents encoded once (encode/multi_vector.h) and Ward-pooled (pooling/ward.h) at each pool factor. Shared by
+// Late-interaction retrieval (docs/design.md §6, §8.3): every query of a BEIR set against the whole corpus by MaxSim,
+// the documents encoded once (encode/multi_vector.h) and Ward-pooled (pooling/ward.h) at each pool factor. Shared by
 // the maxsim training task's validation, `spread eval` and `spread calibrate`.
 #include <functional>
 #include <vector>

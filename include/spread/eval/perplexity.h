@@ -1,5 +1,5 @@
 #pragma once
-// Language-model evaluation (SPEC.md section 5): mean cross-entropy per token on held-out text,
+// Language-model evaluation (docs/design.md §8.1): mean cross-entropy per token on held-out text,
 // perplexity = exp(loss), and bits per byte = loss / ln 2 * tokens / bytes, comparable across tokenizers.
 #include <string>
 #include <vector>

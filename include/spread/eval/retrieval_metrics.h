@@ -1,5 +1,5 @@
 #pragma once
-// Retrieval metrics (SPEC.md section 5), binary relevance: a document is relevant when its id is in the query's
+// Retrieval metrics (docs/design.md §8.3), binary relevance: a document is relevant when its id is in the query's
 // set, and counts once however often it is listed there. With ranks r = 1, 2, ... of one query's ranking:
 //   nDCG@k   = DCG@k / IDCG@k,  DCG@k = sum_{r <= k} rel_r / log2(r + 1),  IDCG@k = sum_{r <= min(|R|,k)} 1/log2(r+1)
 //   MRR@k    = 1 / (rank of the first relevant document) when it is within k, else 0

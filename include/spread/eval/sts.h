@@ -1,5 +1,5 @@
 #pragma once
-// Semantic textual similarity (SPEC.md section 5): the Spearman rank correlation between the model's cosine
+// Semantic textual similarity (docs/design.md §8.2): the Spearman rank correlation between the model's cosine
 // similarities and the gold scores. Spearman's rho is Pearson's correlation of the two rank vectors, with tied
 // values sharing their mean rank; it equals scipy.stats.spearmanr(x, y).statistic (to a few ulp, checked in
 // tests/test_sts.cpp against a fixture written by scripts/gen_eval_fixtures.py).

@@ -1,7 +1,7 @@
 #pragma once
-// In-batch contrastive loss, InfoNCE (SPEC.md 3): sentence-transformers' MultipleNegativesRankingLoss (Henderson
-// et al. 2017, arXiv:1705.00652, section 4.4), its MultipleNegativesSymmetricRankingLoss and its MatryoshkaLoss
-// (Kusupati et al. 2022, arXiv:2205.13147), on text embeddings (pooling/pooling.h).
+// In-batch contrastive loss, InfoNCE (docs/design.md §5): sentence-transformers' MultipleNegativesRankingLoss
+// (Henderson et al. 2017, arXiv:1705.00652, section 4.4), its MultipleNegativesSymmetricRankingLoss and its
+// MatryoshkaLoss (Kusupati et al. 2022, arXiv:2205.13147), on text embeddings (pooling/pooling.h).
 // Anchors a_1..a_B, each with a positive p_i and K >= 0 hard negatives n^1_i..n^K_i. Every anchor is scored against
 // every candidate of the batch, c = [p_1..p_B, n^1_1..n^1_B, ..., n^K_1..n^K_B] (N = B (1 + K) columns):
 //   s_ij = cos(a_i, c_j) / tau,   cos(x, y) = x.y / (max(||x||, 1e-12) max(||y||, 1e-12))   (ST's util.cos_sim)

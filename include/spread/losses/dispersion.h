@@ -1,5 +1,5 @@
 #pragma once
-// Dispersion loss (Liu et al. 2026, arXiv:2602.00217; reference code KrishnaswamyLab/LM-Dispersion; SPEC.md 2).
+// Dispersion loss (Liu et al. 2026, arXiv:2602.00217; reference code KrishnaswamyLab/LM-Dispersion; docs/design.md §3).
 // Added to the LM loss during training as  L = L_LM + lambda * L_disp  to keep the hidden states of a sequence
 // from condensing into one direction. Every variant:
 //   - forms pairs within each sequence only; padding never enters a pair; self pairs (i == i) are excluded, except
@@ -62,7 +62,8 @@ torch::Tensor decorrelation_dispersion(const torch::Tensor& hidden, const torch:
 // ---- building blocks shared by the variants (public so that tests can check them one by one) --------------------
 namespace dispersion_parts {
 
-// The epsilon of zh = z / (||z|| + eps), the reference's 1e-4 (SPEC 2 step 2): finite value and gradient at z = 0.
+// The epsilon of zh = z / (||z|| + eps), the reference's 1e-4 (docs/design.md §3.2 step 2): finite value and gradient
+// at z = 0.
 constexpr double kNormEps = 1e-4;
 
 // Per sequence, the positions that take part: at most max_tokens valid ones, drawn uniformly without replacement

@@ -1,12 +1,12 @@
 #pragma once
 // The dispersion penalty as a term of the LM objective: lambda * mean over the chosen layers of
 // dispersion_loss(hidden states of that layer) (losses/dispersion.h has the formulas).
-// Layers (SPEC 2, as the reference's dispersion_loc): "last" = the last block's output after the final LayerNorm
-// (what the LM head sees; before it when after_norm = false); "all" = every block output, the last one taken as
-// "last" is, without the embedding output (the reference's disperse_hidden_states skips the embedding layer; an
+// Layers (docs/design.md §3.4, as the reference's dispersion_loc): "last" = the last block's output after the final
+// LayerNorm (what the LM head sees; before it when after_norm = false); "all" = every block output, the last one taken
+// as "last" is, without the embedding output (the reference's disperse_hidden_states skips the embedding layer; an
 // earlier version included it); or a list of layer indices (0 = embedding output, i = block i).
 #include "spread/config/recipe.h"
-#include "spread/losses/objective.h"
+#include "spread/losses/weighted_loss.h"
 
 namespace spread {
 

@@ -1,6 +1,6 @@
 #pragma once
 // Next-token cross-entropy, the language model's own loss: L_LM = mean_t -log p(y_t | x_<=t).
-#include "spread/losses/objective.h"
+#include "spread/losses/weighted_loss.h"
 
 namespace spread {
 

@@ -1,5 +1,5 @@
 #pragma once
-// Late-interaction scoring and its contrastive loss (SPEC.md 4; ColBERT, Khattab & Zaharia 2020; PyLate's
+// Late-interaction scoring and its contrastive loss (docs/design.md §6.2; ColBERT, Khattab & Zaharia 2020; PyLate's
 // colbert_scores and Contrastive loss). Token vectors are unit rows of a multi-vector head
 // (TransformerImpl::token_vectors).
 //   s(q, D) = sum_{valid i of q} max_{valid j of D} <q_i, d_j>
@@ -8,7 +8,7 @@
 // A document without any valid token would score the lowest value per query token: callers never pass one.
 // Contrastive layout: Q queries, each with N documents (positive first, then hard negatives), all Q N documents of
 // the batch scored by every query: scores [Q, Q N], the positive of query i is column i N, and
-//   L = mean_i CE(scores_i / temperature, i N)        (temperature 1 in the SPEC, as PyLate's default)
+//   L = mean_i CE(scores_i / temperature, i N)        (temperature 1 by default, as PyLate's)
 #include <cstdint>
 #include <torch/types.h>
 

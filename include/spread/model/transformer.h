@@ -1,5 +1,5 @@
 #pragma once
-// One transformer for every objective (SPEC.md section 6): pre-norm blocks, causal (LM) or bidirectional
+// One transformer for every objective (docs/design.md §9): pre-norm blocks, causal (LM) or bidirectional
 // (encoder) self-attention, GELU MLP 4x, learned positions, tied input/output embeddings, dropout.
 // The forward pass can hand back every layer's hidden states so that losses and diagnostics work on them.
 // The options after `matmul_dtype` make room for the models people have (interchange/hf_import.h): BERT's

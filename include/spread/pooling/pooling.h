@@ -1,5 +1,5 @@
 #pragma once
-// Text embeddings from token states (SPEC.md 3): one vector per text from the valid tokens of its last layer.
+// Text embeddings from token states (docs/design.md §4): one vector per text from the valid tokens of its last layer.
 //   mean        e_i = sum_j m_ij x_ij / max(sum_j m_ij, 1)          (sentence-transformers' Pooling "mean")
 //   cls         e_i = x_i0                                         (position 0, BOS/CLS)
 //   last        e_i = x_i,t(i),  t(i) = the last j with m_ij      (decoder embedders, e.g. E5-Mistral, Qwen3-Embedding)

@@ -1,5 +1,5 @@
 #pragma once
-// Ward token pooling of multi-vector documents (SPEC.md 4; Clavié et al. 2024, arXiv:2409.14683; the
+// Ward token pooling of multi-vector documents (docs/design.md §6.3; Clavié et al. 2024, arXiv:2409.14683; the
 // HierarchicalTokenPooling of sentence-transformers and PyLate >= 1.3.5). One document E (n x d, unit rows):
 //   1. the first P tokens are protected (kept as they are): Y = E[P:], m = rows(Y); m <= 1 means no merge;
 //   2. one budget: pool_factor f (k = max(floor(m / f), 1)), max_tokens T (counts the protected tokens: n <= T means
@@ -14,7 +14,7 @@
 //      (every merge with height <= tau);
 //   6. output [E[:P]; p_1 .. p_K], p_c = normalize(mean_{i in c} y_i), in fcluster's cluster order.
 // SciPy <= 1.14 differs in one case: its maxclust binary search never tried the lowest merge, so k = m - 1 merged
-// two pairs instead of one (scipy#12651, fixed by scipy#21121); the SPEC's rule is the fixed one.
+// two pairs instead of one (scipy#12651, fixed by scipy#21121); spread follows the fix.
 // Cost: O(m^2 d) for the distances and O(m^2) for the tree, O(m^2) memory per document (180 tokens: 270 KB of
 // distances, reused per thread). scripts/bench_pooling.sh (64 documents of 180 tokens at d = 128, pool factor 4,
 // one core): 21 ms per call when this 2-core VM runs at full speed, 26-34 ms in its slow phases (target: 25 ms);
@@ -75,7 +75,7 @@ struct WardPooled {
   std::vector<int64_t> labels;  // n: -1 for a protected token, else its cluster c (its vector is row P' + c)
 };
 
-// Pools one document (tokens: n x d, finite; rows are used as given, unit rows are what the SPEC assumes).
+// Pools one document (tokens: n x d, finite; rows are used as given, docs/design.md §6.3 assumes unit rows).
 // Throws std::invalid_argument for a bad budget (f < 1, t < 1, tau < 0 or not finite) or non-finite tokens.
 WardPooled ward_pool(const Eigen::Ref<const RowMatrixXd>& tokens, const WardBudget& budget,
                      const WardPoolOptions& opt = {});

@@ -1,6 +1,6 @@
 #pragma once
-// Ward pooling of a padded batch (SPEC.md 4, step 5): documents [B, n, d] with a mask of valid tokens, each pooled
-// by ward_pool (ward.h) on its valid rows in order, documents spread over LibTorch's intra-op thread count, the
+// Ward pooling of a padded batch (docs/design.md §6.3 step 6): documents [B, n, d] with a mask of valid tokens, each
+// pooled by ward_pool (ward.h) on its valid rows in order, documents spread over LibTorch's intra-op thread count, the
 // results right-padded again with a new mask. Values only: the assignment is discrete and computed on a detached
 // float64 copy; a loss that needs gradients rebuilds the pooled vectors from `labels`.
 #include <torch/types.h>

@@ -1,7 +1,7 @@
 #pragma once
-// Pooled document vectors with a gradient, for pooling-aware training (SPEC.md 4). The Ward assignment is discrete
-// and computed on a detached copy (ward_pool_batch); this rebuilds the pooled rows from the live token vectors so
-// that gradients reach the member tokens:
+// Pooled document vectors with a gradient, for pooling-aware training (docs/design.md §6.5). The Ward assignment is
+// discrete and computed on a detached copy (ward_pool_batch); this rebuilds the pooled rows from the live token vectors
+// so that gradients reach the member tokens:
 //   protected row r  = the r-th valid token itself (its gradient passes unchanged)
 //   cluster row c    = normalize(s_c / |c|),  s_c = sum of the member tokens y_i, i in c
 // ste = mean:     differentiate that expression (each member gets its share through the mean and normalisation);

@@ -1,5 +1,5 @@
 #pragma once
-// Contrastive fine-tuning of text embeddings (SPEC section 3) as a task: batches of pair examples without a
+// Contrastive fine-tuning of text embeddings (docs/design.md §5) as a task: batches of pair examples without a
 // repeated text (data/pairs.h), anchors and candidates (positives, then each hard-negative column) embedded by
 // pooling the final hidden states, in-batch InfoNCE (losses/contrastive.h); validation InfoNCE on fixed val
 // batches; [eval] sts / beir; the probe: geometry of fixed val anchors, and alignment / uniformity of their pairs.

@@ -1,13 +1,13 @@
 #pragma once
 // Language-model pretraining as a task: random windows of the tokenised corpus, next-token cross-entropy plus the
-// optional dispersion term (losses/objective.h), validation loss / perplexity / bits per byte on fixed windows of
+// optional dispersion term (losses/weighted_loss.h), validation loss / perplexity / bits per byte on fixed windows of
 // the val split, and geometry diagnostics on fixed single documents of the val split (windows when the corpus has
 // no document boundaries).
 #include <memory>
 #include <vector>
 
 #include "spread/data/loader.h"
-#include "spread/losses/objective.h"
+#include "spread/losses/weighted_loss.h"
 #include "spread/run/setup.h"
 #include "spread/tasks/task.h"
 
@@ -16,8 +16,8 @@ namespace spread {
 // The LM probe's texts: up to diagnostics.probe_texts single documents of the val split (load_documents: lines,
 // blank-line paragraphs, JSONL records or WordNet synsets), seeded, tokenised and truncated to block_size; a document
 // that straddles the byte cut of the train/val split is passed over. Condensation is a property of the tokens of
-// one text (SPEC 2), which windows across unrelated documents do not show. Empty when the corpus has no document
-// boundaries.
+// one text (docs/design.md §3.5), which windows across unrelated documents do not show. Empty when the corpus has no
+// document boundaries.
 std::vector<std::vector<int32_t>> probe_documents(const Recipe& recipe, const Tokenizer& tokenizer);
 
 class LanguageModelTask : public TrainingTask {
@@ -38,7 +38,7 @@ class LanguageModelTask : public TrainingTask {
   DataShard shard_;
   torch::Device device_;
   RunData data_;
-  Objective objective_;
+  WeightedLoss loss_;
   std::unique_ptr<WindowSampler> sampler_;
   std::vector<Batch> eval_batches_;
   std::vector<std::vector<int32_t>> probe_docs_;  // token ids, truncated to block_size

@@ -1,5 +1,5 @@
 #pragma once
-// Late-interaction (ColBERT-style) training as a task (SPEC section 4): pair data as for contrastive training
+// Late-interaction (ColBERT-style) training as a task (docs/design.md §6): pair data as for contrastive training
 // (queries = anchors, documents = positives and hard negatives), queries and documents encoded to unit token
 // vectors by the model's multi-vector head (encode/multi_vector.h), MaxSim scores of every query against every
 // document of the batch, cross-entropy towards each query's positive (losses/maxsim.h). With
@@ -28,7 +28,8 @@ struct MaxSimStepOptions {
   const DataShard* gather = nullptr;  // loss.maxsim.gather: score against the global batch of all ranks
 };
 
-// One batch: Q queries, and Q N documents in the SPEC's layout (query i's positive at i N, then its negatives).
+// One batch: Q queries, and Q N documents in the layout of docs/design.md §6.2 (query i's positive at i N, then its
+// negatives).
 struct MaxSimBatch {
   TokenBatch queries, documents;
 };

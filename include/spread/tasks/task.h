@@ -21,6 +21,7 @@
 #include "spread/config/recipe.h"
 #include "spread/data/tokenizer.h"
 #include "spread/model/transformer.h"
+#include "spread/config/objective.h"
 
 namespace spread {
 
@@ -40,8 +41,6 @@ struct WorkPerStep {
   int64_t count = 0;    // units per optimizer step
   std::string log_key;  // metrics.jsonl key of the rate
 };
-
-using Note = std::function<void(const std::string&)>;
 
 // This process's part of a data-parallel run (train/distributed.h). Rank r of `world` draws the global batch of
 // world x train.batch_size rows for (step, micro) and keeps rows [r B, (r + 1) B), so the ranks' shards are disjoint
@@ -76,6 +75,13 @@ class TrainingTask {
   // (train/distributed.h GradientSync).
   virtual bool one_backward_per_micro_step() const { return true; }
 };
+
+// The TaskFactory of an objective's traits (config/objective.h).
+template <class Task>
+std::unique_ptr<TrainingTask> make_task_of(const Recipe& recipe, const std::string& run_dir, const c10::Device& device,
+                                           const Note& note, const DataShard& shard) {
+  return std::make_unique<Task>(recipe, run_dir, device, note, shard);
+}
 
 // The task of recipe.train.objective. Prepares its data in run_dir (tokenizer and cached files are built once and
 // reused on resume); `note` receives one line per thing built or loaded.

@@ -141,7 +141,4 @@ class GradientSync {
 // header and run.json say which rank and why. A collective: every rank calls it, before the model is built.
 PrecisionPlan agree_on_precision(const PrecisionPlan& mine, ProcessGroup& group);
 
-// The 64-bit FNV-1a hash of a text (of the resolved recipe, compared across ranks).
-uint64_t fnv1a64(const std::string& text);
-
 }  // namespace spread

@@ -1,6 +1,6 @@
 #pragma once
-// An objective is a weighted sum of loss terms over one forward pass of the transformer. The trainer knows only
-// this interface: it runs the model once with what the terms need, sums `weight * value`, and logs every term
+// A weighted sum of loss terms over one forward pass of the transformer (the LM objective's terms: next-token
+// cross-entropy and dispersion). The LM task knows only this interface: it runs the model once with what the terms need, sums `weight * value`, and logs every term
 // as `loss_<name>` (unweighted) next to `loss` (the weighted sum).
 #include <memory>
 #include <string>
@@ -34,7 +34,7 @@ struct LossValue {
   std::vector<std::pair<std::string, double>> parts;     // unweighted values, for the log
 };
 
-class Objective {
+class WeightedLoss {
  public:
   void add(std::unique_ptr<LossTerm> term, bool log_only = false);
   bool needs_hidden() const;
@@ -51,7 +51,7 @@ class Objective {
   std::vector<Entry> terms_;
 };
 
-// The objective a recipe asks for: next-token cross-entropy, plus dispersion when [loss.dispersion] is enabled.
-Objective make_objective(const Recipe& recipe);
+// The LM loss a recipe asks for: next-token cross-entropy, plus dispersion when [loss.dispersion] is enabled.
+WeightedLoss make_lm_loss(const Recipe& recipe);
 
 }  // namespace spread

@@ -1,25 +1,25 @@
-#include "spread/losses/objective.h"
+#include "spread/losses/weighted_loss.h"
 
 #include "spread/losses/dispersion_term.h"
 #include "spread/losses/lm.h"
 
 namespace spread {
 
-void Objective::add(std::unique_ptr<LossTerm> term, bool log_only) { terms_.push_back({std::move(term), log_only}); }
+void WeightedLoss::add(std::unique_ptr<LossTerm> term, bool log_only) { terms_.push_back({std::move(term), log_only}); }
 
-bool Objective::needs_hidden() const {
+bool WeightedLoss::needs_hidden() const {
   for (const auto& e : terms_)
     if (e.term->needs_hidden()) return true;
   return false;
 }
 
-bool Objective::needs_logits() const {
+bool WeightedLoss::needs_logits() const {
   for (const auto& e : terms_)
     if (e.term->needs_logits()) return true;
   return false;
 }
 
-LossValue Objective::compute(const LossInput& in) const {
+LossValue WeightedLoss::compute(const LossInput& in) const {
   LossValue v;
   for (const auto& e : terms_) {
     torch::Tensor value;
@@ -36,12 +36,12 @@ LossValue Objective::compute(const LossInput& in) const {
   return v;
 }
 
-Objective make_objective(const Recipe& recipe) {
-  Objective objective;
-  objective.add(std::make_unique<LanguageModelTerm>());
+WeightedLoss make_lm_loss(const Recipe& recipe) {
+  WeightedLoss loss;
+  loss.add(std::make_unique<LanguageModelTerm>());
   const auto& d = recipe.loss.dispersion;
-  if (d.enabled) objective.add(std::make_unique<DispersionTerm>(d, recipe.model.n_layer), d.lambda == 0.0);
-  return objective;
+  if (d.enabled) loss.add(std::make_unique<DispersionTerm>(d, recipe.model.n_layer), d.lambda == 0.0);
+  return loss;
 }
 
 }  // namespace spread
