@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Contrastive training (SPEC.md 3) of spread against plain PyTorch: scripts/st_ref.py is the same encoder, mean
+# Contrastive training (docs/design.md §5) of spread against plain PyTorch: scripts/st_ref.py is the same encoder, mean
 # pooling and in-batch InfoNCE as sentence-transformers' MultipleNegativesRankingLoss trains it. One shape:
 #   4 layers, 4 heads, width 256, max_length 64, batch 64 pairs, BPE vocabulary 4096 (+ the reserved ids), dropout 0.1.
 # Speed: training pairs/s (median over the logged windows after the first) and encoding texts/s (`spread encode`'s

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# spread's Llama-style block (issue 30) on bench_lm.sh's shapes A and B and data (char vocabulary of tiny
+# spread's Llama-style block on bench_lm.sh's shapes A and B and data (char vocabulary of tiny
 # shakespeare), dropout 0, the same tokens per step and threads everywhere:
 #   (a) against spread's GPT block of equal parameters, float32. The Llama arm has positions = "rope",
 #       norm = "rmsnorm", mlp = "swiglu", n_kv_head = n_head / 2 and intermediate_size = 3 n_embd, so per block

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# spread against nanoGPT on today's PyTorch (issue 27: the pinned torch of scripts/python_env.sh, its MKL and
+# spread against nanoGPT on today's PyTorch (the pinned torch of scripts/python_env.sh, its MKL and
 # oneDNN, as a user installs it with pip), on bench_lm.sh's shapes and data (char vocabulary of tiny shakespeare):
 #   A fp32   spread float32           against nanoGPT eager and torch.compile, float32
 #   B fp32   spread float32           against the same
@@ -7,7 +7,7 @@
 # Same threads (both use every core: spread's run.threads = 0, torch's default), the same tokens per step and
 # dropout 0. ROUNDS rounds (default 2), the peers first in odd rounds and spread first in even ones, so each ratio
 # is measured within minutes. Three tables: the ratio of the sums of tokens/s over the rounds, the best round of
-# each side, and the paired one: the median of the per-round ratios with their range. Target (issue 27): >= 1.25x.
+# each side, and the paired one: the median of the per-round ratios with their range. Target: >= 1.25x.
 # Usage: scripts/bench_lm_peers.sh [DATA_FILE]    (PEER_PYTHON: another Python with torch >= 2;
 #        CASES: a comma-separated subset of "A float32,B float32,B bfloat16", e.g. CASES="B bfloat16";
 #        BENCH_JSONL: where each round is appended as one JSON line, /tmp/spread_bench_lm_peers.jsonl by default,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Ward token pooling benchmark of issue 13: 64 documents of 180 tokens at d = 128, pool factor 4, one thread
+# Ward token pooling benchmark: 64 documents of 180 tokens at d = 128, pool factor 4, one thread
 # (target: under 25 ms), against PyLate's pool_embeddings_hierarchical and SciPy's Ward linkage on the same vectors
-# (scripts/bench_pooling_peer.py; issue 27's target: spread >= 1.25x); then a pooling-aware MaxSim training step against a plain one (bench_maxsim_step: 16
+# (scripts/bench_pooling_peer.py; target: spread >= 1.25x); then a pooling-aware MaxSim training step against a plain one (bench_maxsim_step: 16
 # queries x 1 document, 4 layers, width 256, head 128; target: at most 1.35x), timed in alternating pairs.
 # STEP_ARGS passes options to bench_maxsim_step (e.g. "--threads 1 --pairs 20"). Builds bench_pooling in ./build when it is missing; BUILD=dir uses another build.
 # Extra arguments go to bench_pooling (e.g. --threads 2, --tokens 300). On a shared machine run it under
@@ -19,7 +19,7 @@ out=$("$build/bench_pooling" --save "$save" "$@")
 echo "$out" | grep -v '^RESULT'
 median=$(echo "$out" | sed -n 's/^RESULT median_ms=\([0-9.]*\).*/\1/p')
 echo "== median ${median} ms per 64-document call (target < 25 ms with the default arguments)"
-# The peers on the same vectors (issue 27): PyLate's hierarchical pooling and SciPy's Ward linkage, one thread.
+# The peers on the same vectors: PyLate's hierarchical pooling and SciPy's Ward linkage, one thread.
 # (With other --tokens or --pool-factor arguments, PEER_ARGS passes the same ones to the peer.)
 if python=$(scripts/python_env.sh 2>/dev/null | tail -1); then
   peer=$("$python" scripts/bench_pooling_peer.py "$save" ${PEER_ARGS:---tokens 180 --pool-factor 4})

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The peers of build/bench_pooling (issue 27 item 5): PyLate's Ward token pooling
+"""The peers of build/bench_pooling: PyLate's Ward token pooling
 (ColBERT.pool_embeddings_hierarchical: cosine distances, scipy.cluster.hierarchy.linkage(method="ward"),
 fcluster(maxclust), cluster means) and that SciPy linkage + fcluster alone, on the documents bench_pooling --save
 wrote, one thread, one protected token, the same pool factor. Also checks that the clusters agree with spread's

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# SOCM benchmark of issues 31 and before: all 499,500 pairs of 1,000 random texts of 24-64 tokens on 2 threads, at
-# d = 256 (issue 31's target: 10 s) and d = 1024 (target: at most 3x the d = 256 time: the width-dependent part is
+# SOCM benchmark: all 499,500 pairs of 1,000 random texts of 24-64 tokens on 2 threads, at
+# d = 256 (target: 10 s) and d = 1024 (target: at most 3x the d = 256 time: the width-dependent part is
 # one GEMM), with peak RSS (target: under 1 GiB). Builds bench_socm in ./build when it is missing; BUILD=dir uses
 # another build. Extra arguments go to both runs (e.g. --texts 300 for a quick look, --solver svd for the slow
 # reference path, --peak for the GEMM rate against a plain sgemm/dgemm). The BLAS runs on 2 threads as well.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # spread's contrastive training of an imported sentence-transformers model against sentence-transformers' own
-# training loop (issue 27 item 5; target: spread >= 1.25x), same CPU, threads, model, pairs and batch:
+# training loop (target: spread >= 1.25x), same CPU, threads, model, pairs and batch:
 #   model   a random all-MiniLM-L6-v2-shaped folder (BertModel, 6 layers, width 384, 12 heads, intermediate 1536,
 #           mean pooling + Normalize, bert-base-uncased's 30,522 pieces; scripts/hf_model_ref.py make st, cached)
 #   pairs   SciFact title -> abstract (5,183 pairs), texts cut to 64 tokens: full-length batches, as fine-tuning data

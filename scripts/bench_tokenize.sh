@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tokenizer speed of issue 25: single-threaded encode throughput (tokens/s) of spread's Hugging Face tokenizer
+# Tokenizer speed: single-threaded encode throughput (tokens/s) of spread's Hugging Face tokenizer
 # (build/bench_tokenize, encode_batch timed in-process) against the reference library's encode_batch
 # (Hugging Face `tokenizers`, TOKENIZERS_PARALLELISM=false, timed in Python around the call only), on the same
 # lines, for the BERT (tokenizer.json) and GPT-2 (vocab.json + merges.txt, on the reference's side as

@@ -2,8 +2,8 @@
 """BM25 on a BEIR folder, the lexical baseline of scripts/exp_contrastive.sh (context, not a product feature).
 Okapi BM25 (k1 = 1.2, b = 0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5)), Lucene's form), documents = title + " " +
 text, tokens = lowercase alphanumeric runs (no stemming, no stop words: below Elasticsearch's English analyzer, which
-BEIR's published BM25 numbers use). Metrics as spread's (SPEC 5): binary relevance, ties by corpus id, nDCG@10,
-MRR@10, Recall@100 over the queries with a relevant document. Prints one JSON line.
+BEIR's published BM25 numbers use). Metrics as spread's (docs/design.md §8.3): binary relevance, ties by corpus id,
+nDCG@10, MRR@10, Recall@100 over the queries with a relevant document. Prints one JSON line.
     python3 scripts/bm25_ref.py ${SPREAD_DATA:-../shared/data}/scifact-train [--qrels train]
 """
 import argparse

@@ -9,7 +9,7 @@
 #   scripts/build.sh --sanitize       # AddressSanitizer + UndefinedBehaviorSanitizer (optimised, with debug info),
 #                                     # against Debian's LibTorch, in ./build-asan; run the readers' tests with
 #                                     # scripts/test_sanitize.sh (LibTorch itself is not instrumented)
-# With ccache installed (scripts/install_deps.sh --optional adds it), compiles go through it, so that rebuilding a
+# With ccache installed (scripts/install_deps.sh installs it), compiles go through it, so that rebuilding a
 # build folder after a clean or a branch switch takes seconds per file instead of the ~16 s of a LibTorch TU.
 # It helps a rebuild of the same folder only. No compile definition holds a path of the clone any more (the shim's
 # folder goes to its one user, the tests' paths are in one generated file), yet a fresh clone beside a warm cache

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole tokenizer comparison of issue 25: every line of every text corpus in ../shared/data (tinyshakespeare,
+# The whole tokenizer comparison: every line of every text corpus in ../shared/data (tinyshakespeare,
 # scifact corpus and queries, stsb, sick, Debian's WordNet text when installed) and tests/data/tokenizer_text/
 # adversarial.txt, for each tokenizer (BERT tokenizer.json, BERT vocab.txt, GPT-2 vocab.json + merges.txt, every
 # fixture of scripts/gen_tokenizer_fixtures.py), through `spread tokenize` and the reference library
@@ -50,7 +50,7 @@ for entry in "${tokenizers[@]}"; do
   # A tokenizer spread cannot load (e.g. a Unigram model: spread implements WordPiece and BPE) is one row saying so.
   echo "probe" > "$work/out/probe.txt"
   if ! msg=$("$spread" tokenize --tokenizer "$ours" --in "$work/out/probe.txt" 2>&1 >/dev/null); then
-    # The Unigram fixtures are there to show the refusal (issue 25 asks for WordPiece and BPE); any other is a fault.
+    # The Unigram fixtures are there to show the refusal (spread implements WordPiece and BPE only); any other is a fault.
     if [[ "$ours" == */unigram/* ]]; then
       printf '%-34s refused, as expected (not implemented): %s\n' "$name" "${msg#error: }"
     else

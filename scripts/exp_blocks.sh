@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The modern blocks against spread's own at equal parameters, data, tokenizer and schedule (issue 30):
+# The modern blocks against spread's own at equal parameters, data, tokenizer and schedule:
 #   LM:  recipes/quickstart.toml (GPT-2-shaped) against recipes/llama_tiny.toml (rotary positions, RMSNorm, SwiGLU,
 #        2 k/v heads for 4, no biases);
 #   MLM: recipes/mlm_wordnet.toml (BERT-shaped, pre-norm) against recipes/modernbert_mlm.toml (rotary positions

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Embedding condensation under contrastive training (SPEC sections 1.3, 3, 5): an MLM backbone pretrained on
+# Embedding condensation under contrastive training (docs/design.md §5, §7.3, §8): an MLM backbone pretrained on
 # WordNet glosses (recipes/mlm_wordnet.toml), then contrastive fine-tuning from it on WordNet pairs
 # (recipes/contrastive_wordnet.toml) with SEEDS seeds (default 1 2 3). Each model is measured on the same data:
 #   - SOCM, intra-text mean cosine and concentration of the last block on STS-B dev sentences (spread diagnose),

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Dispersion in the paper's regime (SPEC 2; docs/experiments/dispersion.md): recipes/dispersion_scifact.toml
+# Dispersion in the paper's regime (docs/design.md §3; docs/experiments/dispersion.md): recipes/dispersion_scifact.toml
 # (4 layers, width 384, block 128, batch 16, BPE 2048, 400 steps on the SciFact abstracts) under three conditions,
 # on the same seeds: lambda = 0 (the baseline; the penalty is only logged), lambda = 1 on all layers (the
 # reference's scripts; every block output, the last after the final norm) and lambda = 0.1 on the last layer
 # (spread's default). lambda is fixed in advance, never chosen on these numbers.
 # Writes $OUT/table.md: per seed, the peak and the area under the last-layer mean-cosine curve (before and after
 # the final norm), validation loss at fixed steps as paired differences against the same seed's baseline, seconds
-# per step, and the pre-registered endpoints of issue 28's Experiment 1 (a one-sided paired t-test of the
+# per step, and the pre-registered endpoints of Experiment 1 (docs/experiments/dispersion.md; a one-sided paired t-test of the
 # step-400 validation loss, lambda = 0.1 last against the baseline, with the count of seeds lower; for lambda = 1
 # all, the post-norm area against 0.5 of the baseline's and the step-400 mean cosine against the baseline's).
 # Runs go JOBS at a time (default 2), each on one thread: on 2 cores that is faster than one 2-thread run after
@@ -15,9 +15,9 @@
 #   SEEDS="1 2 3"        seeds of the baseline and lambda = 0.1 last
 #   MECHANISM_SEEDS      seeds of lambda = 1 all (default: SEEDS)
 #   PROBES=early         probes at step 0, every 5 steps to 50, then every 25 (the first round); "every50": every
-#                        50 steps from 0, no early probes (issue 28)
+#                        50 steps from 0, no early probes (Experiment 1)
 #   JOBS=2, OUT=dir
-# The first round (docs/experiments/dispersion.md, about 60 minutes): scripts/exp_dispersion.sh. Issue 28's
+# The first round (docs/experiments/dispersion.md, about 60 minutes): scripts/exp_dispersion.sh.
 # Experiment 1 (15 runs): SEEDS="4 5 6 7 8 9" MECHANISM_SEEDS="4 5 6" PROBES=every50 scripts/exp_dispersion.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Pooling-aware late-interaction training (SPEC section 4; issue 13). One MLM backbone pretrained on the SciFact
+# Pooling-aware late-interaction training (docs/design.md §6.5). One MLM backbone pretrained on the SciFact
 # abstracts (recipes/mlm_scifact.toml), then, from it, the same MaxSim fine-tuning (recipes/maxsim_scifact.toml)
 # plainly and with the pooling-aware loss (pool factor 4, ste = mean), on the same data, steps and seeds; every
 # model evaluated on held-out SciFact claims against the full corpus at Ward pool factors 1, 2, 3, 4, 6, 8.

@@ -4,10 +4,10 @@
 tests/data/socm/lists/   six token lists (one .npy per text, d = 6): random, float32 with n < d (saved as format
                          2.0), a single token, a scaled duplicate, n > rank (rank 2), a wide spread (tr Sigma > 2).
 tests/data/socm/expected.json
-                         per pair and summarised: d_mu, d_sigma, socm (exact, SPEC.md 1.3) and the paper_compatible
-                         d_sigma (eps I added as tohoku-nlp/socm-text-embedding does), all by brute force on d x d
-                         covariance matrices with 50-digit mpmath eigendecompositions; mean_cos and concentration
-                         with NumPy; quantiles with numpy.percentile (linear).
+                         per pair and summarised: d_mu, d_sigma, socm (exact, docs/design.md §7.3) and the
+                         paper_compatible d_sigma (eps I added as tohoku-nlp/socm-text-embedding does), all by brute
+                         force on d x d covariance matrices with 50-digit mpmath eigendecompositions; mean_cos and
+                         concentration with NumPy; quantiles with numpy.percentile (linear).
 tests/data/socm/npy/     small arrays for the reader: float32/float64 in formats 1.0 and 2.0, and files it must
                          reject (Fortran order, int32, 3-D, 1-D, big-endian, truncated, not .npy).
 

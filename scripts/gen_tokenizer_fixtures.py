@@ -334,7 +334,7 @@ def real_modernbert_like(data: Path):
 FIXTURES = [fixture_wordpiece_bert, fixture_wordpiece_cased, fixture_wordpiece_keep_accents, fixture_gpt2_like,
             fixture_roberta_like, fixture_bytelevel_split, fixture_bpe_byte_fallback, fixture_bpe_prefix_suffix,
             fixture_bpe_metaspace, fixture_bpe_metaspace_first]
-# spread's Hugging Face tokenizer implements the WordPiece and BPE models (issue 25); these go to OUT_DIR/unigram/,
+# spread's Hugging Face tokenizer implements the WordPiece and BPE models only; these go to OUT_DIR/unigram/,
 # where the *.json of OUT_DIR that the equivalence test reads do not include them.
 UNIGRAM_FIXTURES = [fixture_unigram_metaspace, fixture_unigram_nfd_digits]
 # Made from a real vocabulary of DATA_DIR/tokenizers rather than trained.

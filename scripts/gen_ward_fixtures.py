@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Fixtures for tests/test_ward.cpp: Ward trees and flat clusters computed by SciPy (SPEC.md 4).
+"""Fixtures for tests/test_ward.cpp: Ward trees and flat clusters computed by SciPy (docs/design.md §6.3).
 
 tests/data/ward/<case>.npy   the token vectors of one case (m x 8, float64), the rows Y that are clustered
 tests/data/ward/expected.json per case and distance mode (cosine: clamp(1 - <y_i, y_j>, 0, 2); euclidean:
@@ -19,8 +19,8 @@ Every coordinate is a multiple of 2^-20, so every inner product is exact in floa
 or fused multiply-adds: the C++ distances equal NumPy's bit for bit and ties stay ties.
 
 SciPy <= 1.14's maxclust never tried the lowest merge (scipy#12651, fixed by scipy#21121): for k = m - 1 it
-merged past the first height. The SPEC follows the fix, which is fcluster at the height of merge m - k under the
-'distance' criterion; this script computes it that way and checks it against fcluster(.., 'maxclust') wherever the
+merged past the first height. docs/design.md §6.3 follows the fix, which is fcluster at the height of merge m - k under
+the 'distance' criterion; this script computes it that way and checks it against fcluster(.., 'maxclust') wherever the
 installed SciPy agrees.
 
 Needs Debian's python3-numpy and python3-scipy:  /usr/bin/python3 scripts/gen_ward_fixtures.py

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages spread needs, only those missing. `--optional` adds chromium (report browser test)
-# and ccache (rebuilds of a fresh clone reuse earlier compiles).
+# Installs the Debian 12 packages spread needs, only those missing. `--optional` adds chromium (the report's browser
+# test) and python3-venv (the reference environment). ccache and ninja are required, not optional: they decide the
+# build folder's compiler launcher and generator, so the quickstart's build and the test command's build must see
+# the same ones, or the second command rebuilds every object (and ccache lets a fresh clone reuse earlier compiles).
 set -euo pipefail
 
 required=(build-essential cmake pkg-config libtorch-dev libsentencepiece-dev libeigen3-dev libfmt-dev
           libcxxopts-dev libtomlplusplus-dev nlohmann-json3-dev libicu-dev zlib1g-dev libgtest-dev libgloo-dev
           libopenblas0-pthread libopenblas0-openmp libjemalloc-dev libdnnl-dev wordnet-base
-          python3-torch python3-numpy)
-optional=(chromium ccache ninja-build python3-venv)
+          python3-torch python3-numpy ccache ninja-build)
+optional=(chromium python3-venv)
 
 wanted=("${required[@]}")
 [[ "${1:-}" == "--optional" ]] && wanted+=("${optional[@]}")

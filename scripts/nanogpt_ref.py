@@ -2,7 +2,7 @@
 """The reference for scripts/bench_lm.sh: nanoGPT's model and training step (PyTorch eager, as Karpathy's
 model.py and train.py run on a CPU: manual causal attention, AdamW with decay/no-decay groups, clipping at 1.0,
 dropout 0), timed on the same shapes, data and BLAS as spread, so the speed ratio comes from one run.
-Runs on Debian's python3-torch (PyTorch 1.13, the version the issue's nanoGPT numbers were measured with) and on
+Runs on Debian's python3-torch (PyTorch 1.13, the version the reference nanoGPT numbers were measured with) and on
 today's PyTorch (the pinned torch of scripts/python_env.sh), where it also takes
   --dtype bfloat16   the forward pass and loss under torch.autocast("cpu", dtype=torch.bfloat16), the CPU form of
                      nanoGPT's mixed precision (its train.py autocasts on GPUs only), master weights float32

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what is missing (chromium too, for the report's browser check; ccache), makes the Python environment of
+# Installs what is missing (chromium too, for the report's browser check), makes the Python environment of
 # the reference libraries that the equivalence tests judge against (scripts/python_env.sh) and fetches the real
 # model the end-to-end tests use (scripts/get_model.sh; when either cannot be had, those tests skip and say why),
 # builds everything and runs ctest; then the suite against LibTorch 2.x (below).
