@@ -41,10 +41,7 @@ int cmd_calibrate(int argc, char** argv) {
       ("json", "print one JSON object instead of text")
       ("h,help", "show this help");
   auto args = parse_arguments(options, argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}\n", options.help());
-    return 0;
-  }
+  if (printed_help(options, args)) return 0;
   if (!has_model_source(args) || !args.count("docs") || !args.count("target-tokens"))
     throw UserError("give --run RUN_DIR --docs PATH --target-tokens T (see `spread calibrate --help`)");
   CalibrateRequest request;

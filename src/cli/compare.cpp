@@ -59,10 +59,7 @@ int cmd_compare(int argc, char** argv) {
       ("markdown", "print a Markdown table")("h,help", "show this help");
   options.parse_positional({"runs"});
   auto args = parse_arguments(options, argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}\n", options.help());
-    return 0;
-  }
+  if (printed_help(options, args)) return 0;
   if (!args.count("runs")) throw UserError("give at least one RUN_DIR (see `spread compare --help`)");
   std::vector<RunSummary> rows;
   for (const auto& dir : every_value(args, "runs")) rows.push_back(summarize(dir));

@@ -195,10 +195,7 @@ int cmd_diagnose(int argc, char** argv) {
       ("out", "also write the report as JSON", cxxopts::value<std::string>(), "FILE")
       ("h,help", "show this help");
   auto args = parse_arguments(options, argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}\n", options.help());
-    return 0;
-  }
+  if (printed_help(options, args)) return 0;
   const bool from_run = has_model_source(args), from_lists = args.count("token-lists") > 0;
   if (from_run == from_lists)
     throw UserError("give either --run RUN_DIR (or --model DIR) --texts FILE or --token-lists DIR (see `spread diagnose --help`)");

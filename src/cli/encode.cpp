@@ -31,10 +31,7 @@ int cmd_encode(int argc, char** argv) {
       ("batch-size", "texts per forward pass", cxxopts::value<int64_t>()->default_value("64"))
       ("h,help", "show this help");
   auto args = parse_arguments(options, argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}\n", options.help());
-    return 0;
-  }
+  if (printed_help(options, args)) return 0;
   if (!has_model_source(args) || !args.count("in") || !args.count("out"))
     throw UserError("give --run RUN_DIR (or --model DIR) --in FILE --out FILE.npy (see `spread encode --help`)");
   EncodeRequest request;

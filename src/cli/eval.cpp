@@ -129,10 +129,7 @@ int cmd_eval(int argc, char** argv) {
       ("json", "print one JSON object instead of text")
       ("h,help", "show this help");
   auto args = parse_arguments(options, argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}\n", options.help());
-    return 0;
-  }
+  if (printed_help(options, args)) return 0;
   if (!has_model_source(args)) throw UserError("missing --run RUN_DIR or --model DIR (see `spread eval --help`)");
   const Limits limits{int_option(args, "batch-size", 1, kMaxBatchSize), int_option(args, "max-batches", 0, INT64_MAX)};
   if (args.count("pool-factors")) pool_factors(args["pool-factors"].as<std::string>());  // fails before loading

@@ -39,10 +39,7 @@ int cmd_export(int argc, char** argv) {
       ("best", "the checkpoint of the best evaluation (train.keep_best; RUN_DIR/best.json)")
       ("h,help", "show this help");
   auto args = parse_arguments(options, argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}\n", options.help());
-    return 0;
-  }
+  if (printed_help(options, args)) return 0;
   if (!args.count("run") || !args.count("out"))
     throw UserError("give --run RUN_DIR --out DIR (see `spread export --help`)");
   ExportRequest request;

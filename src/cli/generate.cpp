@@ -25,10 +25,7 @@ int cmd_generate(int argc, char** argv) {
       ("seed", "random seed", cxxopts::value<int64_t>()->default_value("1337"))
       ("h,help", "show this help");
   auto args = parse_arguments(options, argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}\n", options.help());
-    return 0;
-  }
+  if (printed_help(options, args)) return 0;
   if (!has_model_source(args)) throw UserError("missing --run RUN_DIR or --model DIR (see `spread generate --help`)");
   SampleOptions o;
   o.max_new_tokens = int_option(args, "max-new-tokens", 0, kMaxNewTokens);

@@ -14,10 +14,7 @@ int cmd_info(int argc, char** argv) {
   cxxopts::Options options("spread info", "What this build of spread is and which devices it sees.");
   options.add_options()("h,help", "show this help");
   auto args = parse_arguments(options, argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}\n", options.help());
-    return 0;
-  }
+  if (printed_help(options, args)) return 0;
   const BlasInfo blas = blas_info();
   const ThreadPlan threads = current_threads();  // as main() set them for every command
   fmt::print("spread: {}\n", device_line(device_report()));

@@ -94,10 +94,7 @@ int cmd_mine(int argc, char** argv) {
       ("json", "print the summary as one JSON object")
       ("h,help", "show this help");
   auto args = parse_arguments(options, argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}\n", options.help());
-    return 0;
-  }
+  if (printed_help(options, args)) return 0;
   if (!has_model_source(args)) throw UserError("missing --model DIR or --run RUN_DIR (see `spread mine --help`)");
   const MineRequest request = request_of(args);  // every option checked before the model is loaded
   prepare_output_file(request.out, "--out");

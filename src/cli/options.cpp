@@ -38,6 +38,12 @@ cxxopts::ParseResult parse_arguments(cxxopts::Options& options, int argc, char**
   return args;
 }
 
+bool printed_help(cxxopts::Options& options, const cxxopts::ParseResult& args) {
+  if (!args.count("help")) return false;
+  fmt::print("{}\n", options.help());
+  return true;
+}
+
 std::vector<std::string> every_value(const cxxopts::ParseResult& args, const std::string& name) {
   std::vector<std::string> values;
   for (const auto& kv : args.arguments())  // in command-line order, as given

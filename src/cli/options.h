@@ -22,6 +22,9 @@ inline constexpr const char* kOutputRule =
 // instead of being ignored, since the run would then not be the one the user asked for.
 cxxopts::ParseResult parse_arguments(cxxopts::Options& options, int argc, char** argv);
 
+// --help: prints the command's help and returns true (the command then exits 0).
+bool printed_help(cxxopts::Options& options, const cxxopts::ParseResult& args);
+
 // Every value given to a repeatable option, each whole: as<std::vector<std::string>>() would split each at its
 // commas (cxxopts' list syntax), and `--set data.columns=[q,doc]` would reach the recipe as two broken keys.
 std::vector<std::string> every_value(const cxxopts::ParseResult& args, const std::string& name);

@@ -72,10 +72,7 @@ int cmd_pool(int argc, char** argv) {
       ("threads", "worker threads over documents (0 = all cores)", cxxopts::value<std::string>()->default_value("0"))
       ("h,help", "show this help");
   auto args = options.parse(argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}\n", options.help());
-    return 0;
-  }
+  if (printed_help(options, args)) return 0;
   if (!args.count("in") || !args.count("out"))
     throw UserError("give --in DIR --out DIR and one budget (see `spread pool --help`)");
   const WardBudget budget = parse_budget(args);

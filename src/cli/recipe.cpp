@@ -18,10 +18,7 @@ int cmd_recipe(int argc, char** argv) {
       ("markdown", "as the Markdown page of docs/recipe_reference.md")
       ("h,help", "show this help");
   auto args = parse_arguments(options, argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}\n", options.help());
-    return 0;
-  }
+  if (printed_help(options, args)) return 0;
   if (!args.count("keys")) throw UserError("give --keys (see `spread recipe --help`)");
   fmt::print("{}", recipe_reference(args.count("markdown") > 0));
   return 0;

@@ -51,10 +51,7 @@ int cmd_report(int argc, char** argv) {
   } catch (const cxxopts::exceptions::exception& e) {
     throw user_error("", 0, "", e.what(), "see spread report --help");
   }
-  if (args.count("help")) {
-    std::cout << options.help() << "\n";
-    return 0;
-  }
+  if (printed_help(options, args)) return 0;
   if (!args.count("runs")) throw user_error("", 0, "", "no run directory given", "spread report RUN_DIR [RUN_DIR ...]");
   const auto dirs = every_value(args, "runs");
   std::string out = args.count("out") ? args["out"].as<std::string>()

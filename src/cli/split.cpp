@@ -25,10 +25,7 @@ int cmd_split(int argc, char** argv) {
       ("seed", "the draw's seed", cxxopts::value<int64_t>()->default_value("1"))
       ("h,help", "show this help");
   auto args = parse_arguments(options, argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}\n", options.help());
-    return 0;
-  }
+  if (printed_help(options, args)) return 0;
   if (!args.count("beir") || !args.count("out"))
     throw UserError("give --beir DIR --out DIR (see `spread split --help`)");
   BeirSplitRequest request;

@@ -25,10 +25,7 @@ int cmd_tokenize(int argc, char** argv) {
       ("decode", "decode JSON id lists to text (special tokens kept unless --no-special)")
       ("h,help", "show this help");
   auto args = parse_arguments(options, argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}\n", options.help());
-    return 0;
-  }
+  if (printed_help(options, args)) return 0;
   if (!args.count("tokenizer") || !args.count("in"))
     throw UserError("give --tokenizer PATH --in FILE (see `spread tokenize --help`)");
   TokenizeRequest request;

@@ -29,10 +29,7 @@ int cmd_train(int argc, char** argv) {
       ("h,help", "show this help");
   options.parse_positional({"recipe"});
   auto args = parse_arguments(options, argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}\n", options.help());
-    return 0;
-  }
+  if (printed_help(options, args)) return 0;
   if (args.count("nproc") && args["nproc"].as<int>() != 1) {
     std::vector<std::string> worker_args{argv[0]};  // "train" and the same arguments without --nproc
     for (int i = 1; i < argc; ++i) {
