@@ -9,6 +9,8 @@
 #   scripts/build.sh --sanitize       # AddressSanitizer + UndefinedBehaviorSanitizer (optimised, with debug info),
 #                                     # against Debian's LibTorch, in ./build-asan; run the readers' tests with
 #                                     # scripts/test_sanitize.sh (LibTorch itself is not instrumented)
+#   scripts/build.sh --fuzz           # the libFuzzer targets (clang, ASan + UBSan + coverage) in ./build-fuzz:
+#                                     # build-fuzz/spread_fuzz, run by scripts/fuzz.sh (tests/fuzz/fuzz_targets.h)
 # With ccache installed (scripts/install_deps.sh installs it), compiles go through it, so that rebuilding a
 # build folder after a clean or a branch switch takes seconds per file instead of the ~16 s of a LibTorch TU.
 # It helps a rebuild of the same folder only. No compile definition holds a path of the clone any more (the shim's
@@ -26,6 +28,14 @@ if [[ "${1:-}" == --sanitize ]]; then
   build=build-asan
   build_type=RelWithDebInfo
   sanitize=(-DSPREAD_SANITIZE=ON)
+elif [[ "${1:-}" == --fuzz ]]; then
+  shift
+  build=build-fuzz
+  build_type=RelWithDebInfo
+  # libFuzzer is clang's (Debian's clang-14 with libclang-rt-14-dev); gcc has no coverage-guided fuzzer.
+  command -v clang++ > /dev/null || { echo "build.sh: --fuzz needs clang++ (apt-get install clang)" >&2; exit 2; }
+  export CXX=clang++
+  sanitize=(-DSPREAD_FUZZ=ON)
 elif [[ "${1:-}" == --libtorch=* ]]; then
   libtorch=${1#--libtorch=}
   shift

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages spread needs, only those missing. `--optional` adds chromium (the report's browser
-# test) and python3-venv (the reference environment). ccache and ninja are required, not optional: they decide the
+# test) and python3-venv (the reference environment); `--fuzz` clang and its libFuzzer runtime (scripts/fuzz.sh). ccache and ninja are required, not optional: they decide the
 # build folder's compiler launcher and generator, so the quickstart's build and the test command's build must see
 # the same ones, or the second command rebuilds every object (and ccache lets a fresh clone reuse earlier compiles).
 set -euo pipefail
@@ -11,8 +11,16 @@ required=(build-essential cmake pkg-config libtorch-dev libsentencepiece-dev lib
           python3-torch python3-numpy ccache ninja-build)
 optional=(chromium python3-venv)
 
+fuzzing=(clang libclang-rt-14-dev)
+
 wanted=("${required[@]}")
-[[ "${1:-}" == "--optional" ]] && wanted+=("${optional[@]}")
+for arg in "$@"; do
+  case "$arg" in
+    --optional) wanted+=("${optional[@]}") ;;
+    --fuzz) wanted+=("${fuzzing[@]}") ;;
+    *) echo "install_deps.sh: unknown option $arg (--optional, --fuzz)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for pkg in "${wanted[@]}"; do

@@ -13,6 +13,10 @@
 //   shard names outside the folder;
 //   D17 a symbolic link at tokenize's --out; D18 a negative epsilon; D19 a folder's text length below 3;
 //   D22 invalid UTF-8 in diagnose's texts
+//   D8  memory in proportion to a long line: eval --sts reads a 20 MB sentence as far as the model does; tokenize
+//   refuses a line it has no memory for; D13 config.json sizes beyond the weights refused before the model is
+//   built; D21 a re-export refuses to delete a file the user put into the earlier export; ulimit -v counted as a
+//   memory bound
 // A command that could hang runs under `timeout`, so that a defect fails its test instead of stalling the suite. The
 // tests run the binary (not the library in-process), so that SPREAD_TEST_BINARY=<an older build> shows them fail.
 #include <gtest/gtest.h>
@@ -469,6 +473,67 @@ TEST_F(UntrustedInput, TheSweepRemovesOnlySpreadsTemporariesOfThisHost) {
   EXPECT_TRUE(fs::exists(out_ / users_folder / "inner" / "keep.jpg"));
   EXPECT_TRUE(fs::exists(out_ / other_host));
   EXPECT_EQ(spread::stale_temporary_of(ours), std::optional<std::string>("a.npy"));
+}
+
+// --- D8, D13, D21 ----------------------------------------------------------------------------------------------------
+
+// The whole of each STS sentence was tokenized to check it: a 20 MB sentence peaked at 5.3 GB (now it is read as far
+// as the model reads it). Under a 4 GB address space, that was a crash.
+TEST_F(UntrustedInput, AnStsSentenceOfTwentyMegabytesIsReadAsFarAsTheModelReads) {
+  {
+    std::ofstream sts(out_ / "long.csv");
+    sts << "sentence1,sentence2,score\n";
+    for (int i = 0; i < 2000000; ++i) sts << "the cells ";
+    sts << ",the brain acts,2.5\nthe cells act,the brain,1.0\nthe brain,the cells act,4.0\n";
+  }
+  const auto r = run_spread_env(std::string(kMemoryCap).empty() ? "" : "ulimit -v 4000000; OMP_NUM_THREADS=1",
+                                "eval --model " + folder("st").string() + " --sts " + (out_ / "long.csv").string());
+  EXPECT_EQ(r.code, 0) << r.output.substr(0, 2000);
+  EXPECT_NE(r.output.find("STS Spearman"), std::string::npos) << r.output.substr(0, 2000);
+}
+
+// A line that needs more memory than there is (here: under ulimit -v) is refused by file and line before any of
+// it is tokenized, instead of failing half-way with exit 1.
+TEST_F(UntrustedInput, TokenizeRefusesALineItHasNoMemoryFor) {
+  if (std::string(kMemoryCap).empty()) GTEST_SKIP() << "ASan reserves terabytes of address space: no ulimit -v";
+  {
+    std::ofstream text(out_ / "long.txt");
+    text << "short line\n";
+    for (int i = 0; i < 3000000; ++i) text << "the cells ";
+    text << "\n";
+  }
+  const auto r = run_spread_env("ulimit -v 3000000; OMP_NUM_THREADS=1",
+                                tokenize(folder("st") / "tokenizer.json") + " --in " + (out_ / "long.txt").string() +
+                                    " --out " + (out_ / "t.jsonl").string());
+  expect_refused(r, "long.txt:2", "ulimit -v");
+  EXPECT_FALSE(fs::exists(out_ / "t.jsonl"));
+}
+
+// config.json's sizes went to the allocator before the weights were compared with them: 1e9 positions were a
+// 64 GB table (exit 1, or the machine's memory).
+TEST_F(UntrustedInput, ConfigSizesBeyondTheWeightsAreRefusedBeforeTheModelIsBuilt) {
+  for (const char* key : {"max_position_embeddings", "vocab_size", "intermediate_size"}) {
+    const fs::path f = folder("st");
+    auto config = nlohmann::json::parse(std::ifstream(f / "config.json"));
+    config[key] = 1000000000;
+    std::ofstream(f / "config.json", std::ios::trunc) << config.dump();
+    const auto r = bounded_spread(encode(f));
+    expect_refused(r, "config.json", "does not belong to the weights");
+  }
+}
+
+// An export into the folder of an earlier one replaced the whole folder, deleting what the user had put there.
+TEST_F(UntrustedInput, AReExportRefusesToDeleteAUsersFileAndKeepsTheEarlierExport) {
+  const std::string run = (*dir_ / "st").string(), out = (out_ / "hf").string();
+  auto r = bounded_spread("export --run " + run + " --out " + out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = bounded_spread("export --run " + run + " --out " + out);  // its own files only: replaced
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::ofstream(out_ / "hf" / "NOTES.md") << "my notes";
+  const std::string weights = file_bytes(out_ / "hf" / "model.safetensors");
+  expect_refused(bounded_spread("export --run " + run + " --out " + out), "NOTES.md", "no spread export wrote");
+  EXPECT_EQ(file_bytes(out_ / "hf" / "NOTES.md"), "my notes");
+  EXPECT_EQ(file_bytes(out_ / "hf" / "model.safetensors"), weights);
 }
 
 }  // namespace

@@ -63,12 +63,14 @@ std::vector<std::string> read_input_texts(const std::string& path, const std::st
 namespace {
 
 // A text the run's tokenizer cannot encode (a character outside an LM's char vocabulary), named by file and line:
-// the tokenizer knows only the text.
-void check_sts_texts(const Tokenizer& tokenizer, const std::vector<StsPair>& pairs, const std::string& file) {
+// the tokenizer knows only the text. Only the part the evaluation reads is encoded (up to max_length tokens): the
+// whole of a 20 MB sentence took gigabytes.
+void check_sts_texts(const Tokenizer& tokenizer, const std::vector<StsPair>& pairs, const std::string& file,
+                     int64_t max_length) {
   for (const auto& p : pairs) {
     for (const std::string* text : {&p.a, &p.b}) {
       try {
-        tokenizer.encode(*text);
+        encode_for_encoder(tokenizer, *text, max_length);
       } catch (const UserError& e) {
         const std::string which = text == &p.a ? "sentence 1: " : "sentence 2: ";
         throw user_error(file, int(p.line), "--sts", which + e.what());
@@ -93,7 +95,7 @@ nlohmann::json evaluate_embeddings(LoadedRun& run, const EmbeddingEvalRequest& r
                            {"pooling", request.pooling.empty() ? run.recipe.loss.contrastive.pooling : request.pooling}};
   if (!request.sts.empty()) {
     auto pairs = load_sts_csv(request.sts);
-    check_sts_texts(*run.tokenizer, pairs, request.sts);
+    check_sts_texts(*run.tokenizer, pairs, request.sts, spec.max_length);
     StsScore s = evaluate_sts(run.model, *run.tokenizer, pairs, spec);
     result["sts"] = {{"file", request.sts}, {"pairs", s.pairs}, {"spearman", s.spearman}};
   }

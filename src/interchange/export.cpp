@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "spread/data/tokenizer.h"
 #include "spread/encode/multi_vector.h"
@@ -193,6 +194,38 @@ void check_out_dir(const fs::path& out, const fs::path& run) {
                    "choose a new or empty folder (an earlier export is replaced, nothing else is)");
 }
 
+// The files an earlier export in `out` wrote, as its marker lists them (none for exports made before it did).
+std::set<std::string> files_of_earlier_export(const fs::path& out) {
+  std::set<std::string> names;
+  const std::string marker = (out / kExportMarker).string();
+  const auto text = read_regular_file(marker, 1 << 20);
+  if (!text || json_too_deep(*text)) return names;
+  const auto doc = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_object() && doc.contains("files") && doc["files"].is_array())
+    for (const auto& name : doc["files"])
+      if (name.is_string()) names.insert(name.get<std::string>());
+  return names;
+}
+
+// Replacing an earlier export replaces what spread wrote there, nothing else: a file the user put into it (notes,
+// a README, a model card) is refused by name before anything is written, rather than deleted with the folder.
+void refuse_foreign_files(const fs::path& out, const Files& files) {
+  if (!fs::exists(out / kExportMarker)) return;
+  std::set<std::string> ours = files_of_earlier_export(out);
+  for (const auto& [name, bytes] : files) ours.insert(name);
+  std::set<std::string> folders;
+  for (const auto& name : ours)
+    for (fs::path p = fs::path(name).parent_path(); !p.empty(); p = p.parent_path()) folders.insert(p.string());
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(out, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().lexically_relative(out).string();
+    const bool folder = it->is_directory(ec) && !it->is_symlink(ec);
+    if (folder ? folders.count(name) : ours.count(name)) continue;
+    throw user_error(out.string(), 0, "--out", "holds " + name + ", which no spread export wrote; replacing the "
+                     "earlier export would delete it", "move it out of the folder, or export into a new folder");
+  }
+}
+
 // Where an export killed between its two renames left the earlier export (the temporary of "OUT.old"), it goes
 // back to OUT when OUT is missing; everything else that killed exports left beside OUT is removed.
 void clean_up_after_killed_exports(const fs::path& out) {
@@ -318,10 +351,14 @@ ExportResult export_run(const ExportRequest& request) {
                                                                                          : cfg.block_size;
   add_hf_tokenizer_files(tokenizer_json, *tokenizer, max_length, files);
   if (tokenizer->kind() == "hf") files["tokenizer.json"] = hf_tokenizer_bytes(request.run_dir);
+  std::vector<std::string> names = {kExportMarker};
+  for (const auto& [name, bytes] : files) names.push_back(name);
   files[kExportMarker] = json_file({{"layout", result.layout},
                                     {"run", fs::absolute(run).lexically_normal().string()},
                                     {"step", ckpt.step},
-                                    {"objective", name_of(recipe.train.objective)}});
+                                    {"objective", name_of(recipe.train.objective)},
+                                    {"files", names}});
+  refuse_foreign_files(out, files);
   write_folder(files, out);
   return result;
 }

@@ -570,6 +570,21 @@ ColbertModules read_colbert_config(const json& c, const std::string& path) {
   return m;
 }
 
+// A model is built from config.json's sizes before the weights are copied in, so sizes that the weights do not
+// hold (a vocab_size or max_position_embeddings of 1e9) would reach the allocator first: refused here, by name.
+void refuse_sizes_beyond_weights(const HfModelFolder& folder, const std::string& config_path) {
+  double held = 0;
+  for (const auto& [name, tensor] : folder.weights) held += double(tensor.numel());
+  const TransformerConfig& c = folder.config;
+  const double needed = parameter_count(c);
+  if (needed <= held) return;
+  throw user_error(config_path, 0, "",
+                   fmt::format("its sizes (vocabulary {}, width {}, {} layers, {} positions, MLP width {}) make a "
+                               "model of {:.0f} values, but the weights hold {:.0f}", c.vocab_size, c.n_embd,
+                               c.n_layer, c.block_size, c.intermediate_size, needed, held),
+                   "this config.json does not belong to the weights beside it");
+}
+
 StModules read_sentence_modules(const std::string& dir) {
   const std::string path = path_in(dir, "modules.json");
   auto text = read_regular_file(path, kMaxJsonFileBytes);
@@ -703,6 +718,7 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
                                               bool_key(c, "decoder_bias", config_path, true))
                          : llama_weights(HfTensors(std::move(raw), config_path), folder.config);
     if (head.defined()) folder.weights["model.head.weight"] = head;
+    refuse_sizes_beyond_weights(folder, config_path);
   }
   if ((folder.sentence || folder.colbert) && folder.family != "bert" && folder.family != "modernbert")
     throw user_error(path_in(dir, "modules.json"), 0, "", "wraps a " + a + "; spread reads sentence-transformers "

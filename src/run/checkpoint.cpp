@@ -82,21 +82,11 @@ std::string save_checkpoint(const std::string& run_dir, const Checkpoint& ckpt, 
   return path;
 }
 
-Checkpoint read_checkpoint(const std::string& path) {
-  auto bytes = read_whole_file(path);
-  if (!bytes) throw user_error(path, 0, "", "cannot read checkpoint");
-  std::string file = std::move(*bytes);
-  if (file.size() < kHeaderSize || std::memcmp(file.data(), kMagic, 8) != 0)
-    throw user_error(path, 0, "", "not a spread checkpoint (bad magic or too short)");
-  if (get<uint32_t>(file, 8) != kVersion)
-    throw user_error(path, 0, "", fmt::format("unsupported checkpoint version {}", get<uint32_t>(file, 8)));
-  uint64_t size = get<uint64_t>(file, 12);
-  if (file.size() != kHeaderSize + size)
-    throw user_error(path, 0, "", fmt::format("truncated checkpoint ({} of {} payload bytes)",
-                                              file.size() - kHeaderSize, size));
-  std::string payload = file.substr(kHeaderSize);
-  if (crc32_of(payload) != get<uint32_t>(file, 20)) throw user_error(path, 0, "", "corrupt checkpoint (checksum mismatch)");
+namespace {
 
+// The payload is LibTorch's archive of the tensors and a "__meta__" JSON string. Whatever LibTorch's reader or the
+// JSON parser throws for a payload that is not one propagates; read_checkpoint names the file.
+Checkpoint decode_payload(const std::string& payload, const std::string& path) {
   torch::serialize::InputArchive archive;
   std::istringstream payload_stream(payload);
   archive.load_from(payload_stream);
@@ -114,6 +104,35 @@ Checkpoint read_checkpoint(const std::string& path) {
     ckpt.tensors[key] = t;
   }
   return ckpt;
+}
+
+}  // namespace
+
+Checkpoint read_checkpoint(const std::string& path) {
+  auto bytes = read_whole_file(path);
+  if (!bytes) throw user_error(path, 0, "", "cannot read checkpoint");
+  std::string file = std::move(*bytes);
+  if (file.size() < kHeaderSize || std::memcmp(file.data(), kMagic, 8) != 0)
+    throw user_error(path, 0, "", "not a spread checkpoint (bad magic or too short)");
+  if (get<uint32_t>(file, 8) != kVersion)
+    throw user_error(path, 0, "", fmt::format("unsupported checkpoint version {}", get<uint32_t>(file, 8)));
+  uint64_t size = get<uint64_t>(file, 12);
+  if (file.size() != kHeaderSize + size)
+    throw user_error(path, 0, "", fmt::format("truncated checkpoint ({} of {} payload bytes)",
+                                              file.size() - kHeaderSize, size));
+  std::string payload = file.substr(kHeaderSize);
+  if (crc32_of(payload) != get<uint32_t>(file, 20)) throw user_error(path, 0, "", "corrupt checkpoint (checksum mismatch)");
+
+  try {
+    return decode_payload(payload, path);
+  } catch (const UserError&) {
+    throw;
+  } catch (const std::exception& e) {
+    // The first line only: LibTorch's errors carry a backtrace of dozens of lines.
+    const std::string what = e.what();
+    throw user_error(path, 0, "", "not a readable checkpoint: " + what.substr(0, std::min<size_t>(what.find('\n'), 300)),
+                     "it passed its checksum, so another program wrote it: use a checkpoint spread saved");
+  }
 }
 
 std::vector<std::string> list_checkpoints(const std::string& run_dir) {

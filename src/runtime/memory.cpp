@@ -1,6 +1,8 @@
 #include "spread/runtime/memory.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -37,6 +39,17 @@ std::optional<double> cgroup_room() {
   return std::nullopt;
 }
 
+// The address space left under `ulimit -v` (RLIMIT_AS less this process's virtual size), when it is set: an
+// allocation past it fails although the machine has memory.
+std::optional<double> address_space_room() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return std::nullopt;
+  std::ifstream statm("/proc/self/statm");
+  double pages = 0;
+  if (!(statm >> pages)) return std::nullopt;
+  return std::max(0.0, double(limit.rlim_cur) - pages * double(::sysconf(_SC_PAGESIZE)));
+}
+
 }  // namespace
 
 AvailableMemory available_memory() {
@@ -48,6 +61,8 @@ AvailableMemory available_memory() {
   while (in >> name >> kib >> unit)
     if (name == "MemAvailable:") out.bytes = kib * 1024;
   if (const auto room = cgroup_room(); room && *room < out.bytes) out = {*room, "the cgroup's memory limit less its usage"};
+  if (const auto room = address_space_room(); room && *room < out.bytes)
+    out = {*room, "ulimit -v less this process's address space"};
   return out;
 }
 

@@ -29,24 +29,6 @@ constexpr double kRuntimeBytes = 400 * kMiB;
 constexpr double kCudaLibrariesBytes = 300 * kMiB;
 constexpr int64_t kEncoderReservedIds = 6;  // [PAD] [CLS] [SEP] [MASK] [Q] [D]
 
-// Every tensor the model registers for this config (model/transformer.h), counted without building it.
-int64_t parameter_count(const TransformerConfig& c) {
-  const int64_t C = c.n_embd, I = c.mlp_width(), qkv_rows = (c.n_head + 2 * c.kv_heads()) * (C / c.n_head);
-  const int64_t norm = C + (c.norm_bias && !c.rms_norm ? C : 0);
-  const int64_t fc_rows = (c.gated_mlp ? 2 : 1) * I;
-  const int64_t linears = C * qkv_rows + C * C + C * fc_rows + I * C + (c.bias ? qkv_rows + C + fc_rows + C : 0);
-  int64_t n = c.vocab_size * C + c.n_layer * (linears + 2 * norm);
-  if (!c.first_block_norm && c.n_layer > 0) n -= norm;  // block 0 has no norm before attention
-  if (!c.rope) n += c.block_size * C;
-  if (!c.post_norm) n += norm;  // ln_f
-  if (c.post_norm || c.embedding_norm) n += norm;
-  if (c.type_vocab_size > 0) n += c.type_vocab_size * C;
-  if (c.head_dim > 0) n += C * c.head_dim;
-  if (c.mlm_transform) n += C * C + (c.mlm_dense_bias ? C : 0) + norm + c.vocab_size;
-  if (!c.tie_embeddings) n += c.vocab_size * C;
-  return n;
-}
-
 // The negative* columns of a pair file's header (TSV, CSV) or of its first JSONL object's keys, as data/pairs.h
 // reads them; 1 when the file cannot be read (the loader reports it).
 int64_t negatives_in_header(const std::string& path) {
@@ -152,7 +134,8 @@ int64_t estimated_vocab_size(const Recipe& recipe) {
 
 MemoryEstimate estimate_training_memory(const Recipe& recipe, int64_t vocab_size, int64_t world) {
   MemoryEstimate e;
-  e.parameters = parameter_count(model_config(recipe, vocab_size));
+  // Clamped: a recipe's sizes are integers of any size, and the estimate only has to be too large to fit.
+  e.parameters = int64_t(std::min(parameter_count(model_config(recipe, vocab_size)), 9e18));
   const double P = double(e.parameters);
   e.runtime = kRuntimeBytes + (device_report().cuda_build ? kCudaLibrariesBytes : 0.0);
   e.data = data_bytes(recipe);

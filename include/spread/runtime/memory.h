@@ -7,7 +7,8 @@
 namespace spread {
 
 // Bytes this process can still take: MemAvailable of /proc/meminfo, lowered to the cgroup's limit minus its usage
-// when there is a limit (cgroup v2 memory.max, v1 memory.limit_in_bytes). `source` says which bound it is.
+// when there is a limit (cgroup v2 memory.max, v1 memory.limit_in_bytes), and to the address space left under
+// `ulimit -v` when that is set. `source` says which bound it is.
 struct AvailableMemory {
   double bytes = 0;
   std::string source;
