@@ -536,4 +536,32 @@ TEST_F(UntrustedInput, AReExportRefusesToDeleteAUsersFileAndKeepsTheEarlierExpor
   EXPECT_EQ(file_bytes(out_ / "hf" / "model.safetensors"), weights);
 }
 
+// --- two of the probe's smaller items -------------------------------------------------------------------------------
+
+// tokenize --out naming its own --in replaced the input with the output (encode the same with its text file).
+TEST_F(UntrustedInput, AnOutputThatIsTheInputIsRefusedAndTheInputKept) {
+  std::ofstream(out_ / "in.txt") << "the cells\n";
+  fs::create_symlink(out_ / "in.txt", out_ / "alias.txt");
+  for (const std::string& out : {(out_ / "in.txt").string(), (out_ / "alias.txt").string()}) {
+    expect_refused(bounded_spread(tokenize(folder("st") / "tokenizer.json") + " --in " + (out_ / "in.txt").string() +
+                                  " --out " + out),
+                   "--out", "is the input file");
+    EXPECT_EQ(file_bytes(out_ / "in.txt"), "the cells\n");
+  }
+  expect_refused(bounded_spread("encode --model " + folder("st").string() + " --in " + (out_ / "in.txt").string() +
+                                " --out " + (out_ / "in.txt").string()),
+                 "--out", "is the input file");
+  EXPECT_EQ(file_bytes(out_ / "in.txt"), "the cells\n");
+}
+
+// An error that quotes what a hostile file holds (here a recipe key of 60 KB) printed all of it on one line.
+TEST_F(UntrustedInput, AnErrorLineIsAtMostTwoKilobytes) {
+  std::ofstream(out_ / "r.toml") << "[train]\n" << std::string(60000, 'k') << " = 1\n";
+  const auto r = bounded_spread("train " + (out_ / "r.toml").string());
+  EXPECT_EQ(r.code, 2) << r.output.substr(0, 500);
+  EXPECT_NE(r.output.find("r.toml"), std::string::npos) << r.output.substr(0, 500);
+  EXPECT_NE(r.output.find("bytes left out"), std::string::npos) << r.output.substr(0, 500);
+  EXPECT_LT(r.output.size(), 2200u);
+}
+
 }  // namespace

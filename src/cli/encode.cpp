@@ -8,6 +8,7 @@
 #include "spread/interchange/loaded_run.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/output_over_input.h"
 
 namespace spread::cli {
 
@@ -38,6 +39,7 @@ int cmd_encode(int argc, char** argv) {
   request.batch_size = int_option(args, "batch-size", 1, kMaxBatchSize);  // before the run is loaded
   request.in = args["in"].as<std::string>();
   request.out = args["out"].as<std::string>();
+  refuse_output_over_input(request.out, request.in, "--out");
   prepare_output_file(request.out, "--out");
   LoadedRun run = load_run(model_source(args));
   request.normalize = !args.count("no-normalize");

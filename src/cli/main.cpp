@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "spread/runtime/allocator.h"
 #include "spread/runtime/blas.h"
+#include "spread/util/bounded_message.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 
@@ -80,14 +81,14 @@ int main(int argc, char** argv) {
   try {
     return dispatch(argc, argv);
   } catch (const spread::UserError& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
+    fmt::print(stderr, "error: {}\n", spread::bounded_message(e.what()));
     return 2;
   } catch (const std::filesystem::filesystem_error& e) {
     // The library turns the filesystem errors it expects into UserErrors; this catches any other one the same way.
-    fmt::print(stderr, "error: {}\n", spread::filesystem_user_error(e).what());
+    fmt::print(stderr, "error: {}\n", spread::bounded_message(spread::filesystem_user_error(e).what()));
     return 2;
   } catch (const cxxopts::exceptions::exception& e) {
-    fmt::print(stderr, "error: {} (see `spread {} --help`)\n", e.what(), argc > 1 ? argv[1] : "");
+    fmt::print(stderr, "error: {} (see `spread {} --help`)\n", spread::bounded_message(e.what()), argc > 1 ? argv[1] : "");
     return 2;
   } catch (const c10::Error& e) {
     fmt::print(stderr, "error (LibTorch): {}\n", e.what_without_backtrace());

@@ -21,6 +21,7 @@
 #include "spread/data/tokenizer.h"
 #include "spread/log/progress.h"
 #include "spread/runtime/memory.h"
+#include "spread/util/output_over_input.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 #include "spread/util/json_depth.h"
@@ -224,6 +225,7 @@ void run_lines(const std::vector<std::string>& lines, const std::string& file, c
 }  // namespace
 
 TokenizeResult tokenize_file(const TokenizeRequest& request) {
+  refuse_output_over_input(request.out, request.in, "--out");
   const auto lines = read_lines(request.in);
   AtomicOutput output(request.out);
   const LineTokenizer tokenizer = open_tokenizer(request);

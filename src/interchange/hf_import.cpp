@@ -15,6 +15,7 @@
 #include <set>
 
 #include "spread/interchange/hf_layout.h"
+#include "spread/model/parameter_count.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 #include "spread/util/json_depth.h"

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "spread/model/parameter_count.h"
 #include "spread/run/setup.h"
 #include "spread/runtime/devices.h"
 #include "spread/runtime/memory.h"

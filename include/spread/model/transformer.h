@@ -229,11 +229,6 @@ class TransformerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Transformer);
 
-// The number of values in every tensor Transformer(cfg) registers, counted without building it: what a model of
-// this shape allocates (train/memory_estimate.h; a model folder's config.json checked against its weights). A
-// double, so that sizes from a hostile file cannot overflow it.
-double parameter_count(const TransformerConfig& cfg);
-
 // Training FLOPs per token as nanoGPT/PaLM estimate them for MFU: 6N (forward + backward matmuls over the
 // non-position parameters N) plus 12 * layers * width * block for attention scores and values.
 double flops_per_token(const TransformerConfig& cfg, int64_t n_params);
