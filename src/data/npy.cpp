@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstdint>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -55,15 +56,20 @@ std::vector<int64_t> parse_shape(const std::string& tuple, const std::string& pa
     if (e == std::string::npos) e = tuple.size();
     std::string item = trim(tuple.substr(b, e - b));
     if (!item.empty()) {
-      for (char c : item)
-        if (!std::isdigit(static_cast<unsigned char>(c)))
-          throw user_error(path, 0, "", "malformed shape (" + tuple + ") in the .npy header", kSaveHint);
-      shape.push_back(std::stoll(item));
+      int64_t size = 0;
+      const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), size);
+      if (error == std::errc::result_out_of_range)
+        throw user_error(path, 0, "", "a dimension of the shape (" + tuple + ") is larger than 2^63 - 1");
+      if (error != std::errc() || end != item.data() + item.size() || size < 0)
+        throw user_error(path, 0, "", "malformed shape (" + tuple + ") in the .npy header", kSaveHint);
+      shape.push_back(size);
     }
     b = e + 1;
   }
   return shape;
 }
+
+constexpr uint32_t kMaxHeaderBytes = 10000;
 
 NpyHeader read_header(std::ifstream& in, const std::string& path) {
   char lead[8];
@@ -83,6 +89,11 @@ NpyHeader read_header(std::ifstream& in, const std::string& path) {
     throw user_error(path, 0, "", ".npy format version " + std::to_string(major) + ".x is not supported",
                      "versions 1.0 and 2.0 are read; " + std::string(kSaveHint));
   }
+  // numpy's own reader refuses headers past 10,000 bytes (np.load's max_header_size); the length, up to 4 GB in
+  // format 2.0, is checked before anything is allocated for it.
+  if (length > kMaxHeaderBytes)
+    throw user_error(path, 0, "", "the .npy header is " + std::to_string(length) + " bytes long, more than the " +
+                                      std::to_string(kMaxHeaderBytes) + " numpy reads", kSaveHint);
   std::string header(length, '\0');
   if (!in.read(header.data(), std::streamsize(length))) throw user_error(path, 0, "", "truncated .npy header");
   NpyHeader h;

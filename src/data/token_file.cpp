@@ -57,8 +57,10 @@ TokenFile::TokenFile(const std::string& path) : file_(path, MappedFile::Access::
   bool ok = bytes.size() >= sizeof(Header);
   if (ok) {
     std::memcpy(&h, bytes.data(), sizeof h);
+    // The count is compared by division: count * width wraps around for a count near 2^62 or 2^63, and a hostile
+    // header then passed the check and the tokens were read past the end of the mapping.
     ok = std::memcmp(h.magic, kMagic, 8) == 0 && h.version == kVersion && (h.width == 2 || h.width == 4) &&
-         sizeof(Header) + h.count * h.width == bytes.size();
+         (bytes.size() - sizeof(Header)) % h.width == 0 && h.count == (bytes.size() - sizeof(Header)) / h.width;
   }
   if (!ok)
     throw user_error(path, 0, "", "not a valid spread token file (truncated, or a bad header or size)",
