@@ -2,6 +2,7 @@
 // platform spread builds on; arrays are converted to float64 on reading.
 #include "spread/data/npy.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <charconv>
@@ -70,6 +71,7 @@ std::vector<int64_t> parse_shape(const std::string& tuple, const std::string& pa
 }
 
 constexpr uint32_t kMaxHeaderBytes = 10000;
+constexpr int64_t kMaxEmptyArrayDimension = int64_t(1) << 24;
 
 NpyHeader read_header(std::ifstream& in, const std::string& path) {
   char lead[8];
@@ -127,6 +129,12 @@ Eigen::MatrixXd read_npy_matrix(const std::string& path) {
                      "the array has " + std::to_string(h.shape.size()) + " dimensions, 2 (n x d) are required",
                      "one text per file, tokens as rows: reshape to (n, d)");
   const int64_t rows = h.shape[0], cols = h.shape[1];
+  // An empty array's other dimension is not bounded by the file's size; (0, 5e11) hung in the element loop of the
+  // conversion below. Nothing spread reads has a dimension near this bound.
+  if ((rows == 0 || cols == 0) && std::max(rows, cols) > kMaxEmptyArrayDimension)
+    throw user_error(path, 0, "", "the array is empty, shape (" + std::to_string(rows) + ", " + std::to_string(cols) +
+                                      "), with a dimension past " + std::to_string(kMaxEmptyArrayDimension), kSaveHint);
+  if (rows == 0 || cols == 0) return Eigen::MatrixXd(rows, cols);
   const auto header_end = in.tellg();
   in.seekg(0, std::ios::end);
   const auto available = uint64_t(in.tellg() - header_end);
