@@ -12,6 +12,6 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:detect_container_overflow=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 suites='UntrustedInput JsonDepth Safetensors HfImportBadFolder HfBadInput HfComponents CharTokenizer ExportTokenizer
         Npy Pairs JsonlPairs Csv Tsv Beir Sick Sts Stsb Utf8 BadRows Recipe SetOverrides TextStream InputErrors
-        InputFiles SmallInputs LongLines ReliabilityOutputs'
+        InputFiles SmallInputs LongLines ReliabilityOutputs FuzzCorpus'
 filter=$(echo $suites | sed 's/\([A-Za-z]*\)/\1.*/g; s/ /:/g')
 exec build-asan/spread_tests --gtest_filter="${SPREAD_SANITIZE_FILTER:-$filter}" "$@"
