@@ -131,10 +131,13 @@ Eigen::MatrixXd read_npy_matrix(const std::string& path) {
   const int64_t rows = h.shape[0], cols = h.shape[1];
   // An empty array's other dimension is not bounded by the file's size; (0, 5e11) hung in the element loop of the
   // conversion below. Nothing spread reads has a dimension near this bound.
-  if ((rows == 0 || cols == 0) && std::max(rows, cols) > kMaxEmptyArrayDimension)
-    throw user_error(path, 0, "", "the array is empty, shape (" + std::to_string(rows) + ", " + std::to_string(cols) +
-                                      "), with a dimension past " + std::to_string(kMaxEmptyArrayDimension), kSaveHint);
-  if (rows == 0 || cols == 0) return Eigen::MatrixXd(rows, cols);
+  if (rows == 0 || cols == 0) {
+    if (std::max(rows, cols) > kMaxEmptyArrayDimension)
+      throw user_error(path, 0, "", "the array is empty, shape (" + std::to_string(rows) + ", " +
+                                        std::to_string(cols) + "), with a dimension past " +
+                                        std::to_string(kMaxEmptyArrayDimension), kSaveHint);
+    return Eigen::MatrixXd(rows, cols);
+  }
   const auto header_end = in.tellg();
   in.seekg(0, std::ios::end);
   const auto available = uint64_t(in.tellg() - header_end);
