@@ -217,11 +217,17 @@ def check(a):
     import sentencepiece  # Debian's python3-sentencepiece
     ckpt = sorted(glob.glob(os.path.join(a.check_run, "ckpt", "*.ckpt")))[-1]
     with open(ckpt, "rb") as f:
-        archive = torch.jit.load(io.BytesIO(f.read()[24:]))  # after the header: magic, version, size, CRC-32
+        data = f.read()
+    version = int.from_bytes(data[8:12], "little")  # the header: magic, version, size, CRC-32; the payload at [24:]
+    if version >= 2:  # a safetensors file
+        import safetensors.torch
+        tensors = safetensors.torch.load(data[24:]).items()
+    else:  # a LibTorch archive
+        tensors = torch.jit.load(io.BytesIO(data[24:])).named_parameters()
     names = [("blocks.", "h."), (".ln1.", ".ln_1."), (".ln2.", ".ln_2."), (".attn.qkv.", ".attn.c_attn."),
              (".attn.proj.", ".attn.c_proj."), (".mlp.fc.", ".c_fc."), (".mlp.proj.", ".c_proj.")]
     weights = {}
-    for name, t in archive.named_parameters():
+    for name, t in tensors:
         if name.startswith("model."):
             name = name[len("model."):]
             for spread_name, ours in names:

@@ -45,9 +45,10 @@ struct Entry {
   uint64_t begin = 0, end = 0;
 };
 
-Entry parse_entry(const std::string& name, const nlohmann::json& j, const std::string& source) {
+Entry parse_entry(const std::string& name, const nlohmann::json& j, const std::string& source,
+                  const std::string& remedy) {
   auto bad = [&](const std::string& problem) {
-    return user_error(source, 0, name, problem, "the file is damaged or not a safetensors file: export it again");
+    return user_error(source, 0, name, problem, "the file is damaged or not a safetensors file: " + remedy);
   };
   if (!j.is_object() || !j.contains("dtype") || !j.contains("shape") || !j.contains("data_offsets"))
     throw bad("entry needs dtype, shape and data_offsets");
@@ -83,7 +84,8 @@ Entry parse_entry(const std::string& name, const nlohmann::json& j, const std::s
 }
 
 // The buffer must be covered exactly: sorted by BEGIN, each entry starts where the previous one ended.
-void check_coverage(std::vector<Entry>& entries, uint64_t buffer_size, const std::string& source) {
+void check_coverage(std::vector<Entry>& entries, uint64_t buffer_size, const std::string& source,
+                    const std::string& remedy) {
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
@@ -93,13 +95,13 @@ void check_coverage(std::vector<Entry>& entries, uint64_t buffer_size, const std
       throw user_error(source, 0, e.name,
                        fmt::format("data_offsets begin at {} but the previous tensor ends at {} (a hole or an overlap)",
                                    e.begin, at),
-                       "the file is damaged: export it again");
+                       "the file is damaged: " + remedy);
     at = e.end;
   }
   if (at != buffer_size)
     throw user_error(source, 0, "", fmt::format("the tensors cover {} data bytes but the file holds {}", at,
                                                 buffer_size),
-                     "the file is truncated or damaged: export it again");
+                     "the file is truncated or damaged: " + remedy);
 }
 
 }  // namespace
@@ -131,7 +133,12 @@ std::string safetensors_bytes(const NamedTensors& tensors, const std::map<std::s
 }
 
 NamedTensors parse_safetensors(std::string_view bytes, const std::string& source) {
-  const std::string hint = "not a safetensors file, or a damaged one: export it again";
+  return parse_safetensors_content(bytes, source).tensors;
+}
+
+SafetensorsContent parse_safetensors_content(std::string_view bytes, const std::string& source,
+                                             const std::string& remedy) {
+  const std::string hint = "not a safetensors file, or a damaged one: " + remedy;
   if (bytes.size() < 8) throw user_error(source, 0, "", "shorter than the 8-byte header length", hint);
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= uint64_t(uint8_t(bytes[size_t(i)])) << (8 * i);
@@ -144,20 +151,22 @@ NamedTensors parse_safetensors(std::string_view bytes, const std::string& source
   if (header.is_discarded() || !header.is_object())
     throw user_error(source, 0, "", "header is not a JSON object", hint);
   std::vector<Entry> entries;
+  SafetensorsContent out;
   for (const auto& [name, value] : header.items()) {
     if (name == "__metadata__") {
       if (!value.is_object()) throw user_error(source, 0, name, "is not an object of strings", hint);
+      for (const auto& [key, text] : value.items())
+        if (text.is_string()) out.metadata[key] = text.get<std::string>();
       continue;
     }
-    entries.push_back(parse_entry(name, value, source));
+    entries.push_back(parse_entry(name, value, source, remedy));
   }
   const uint64_t data_start = 8 + n;
-  check_coverage(entries, bytes.size() - data_start, source);
-  NamedTensors out;
+  check_coverage(entries, bytes.size() - data_start, source, remedy);
   for (const auto& e : entries) {
     auto t = torch::empty(e.shape, torch::TensorOptions().dtype(e.type));
     if (e.end > e.begin) std::memcpy(t.data_ptr(), bytes.data() + data_start + e.begin, e.end - e.begin);
-    out[e.name] = t;
+    out.tensors[e.name] = t;
   }
   return out;
 }

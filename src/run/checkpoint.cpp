@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "spread/interchange/safetensors.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 #include "spread/util/json_depth.h"
@@ -20,7 +21,10 @@ namespace spread {
 namespace {
 
 constexpr char kMagic[8] = {'S', 'P', 'R', 'D', 'C', 'K', 'P', 'T'};
-constexpr uint32_t kVersion = 1;
+// Version 2's payload is a safetensors file, version 1's (written until 2026-12) a LibTorch archive.
+constexpr uint32_t kVersion = 2;
+constexpr uint32_t kArchiveVersion = 1;
+constexpr char kMetaKey[] = "spread.checkpoint";
 constexpr size_t kHeaderSize = 8 + 4 + 8 + 4;
 
 uint32_t crc32_of(const std::string& s) {
@@ -40,14 +44,9 @@ T get(const std::string& in, size_t offset) {
 }
 
 std::string serialize(const Checkpoint& ckpt) {
-  torch::serialize::OutputArchive archive;
-  for (const auto& [name, t] : ckpt.tensors) archive.write(name, t.contiguous().cpu());
   nlohmann::json meta = ckpt.meta;
   meta["step"] = ckpt.step;
-  archive.write("__meta__", c10::IValue(meta.dump()));
-  std::ostringstream payload;
-  archive.save_to(payload);
-  return payload.str();
+  return safetensors_bytes(ckpt.tensors, {{"format", "pt"}, {kMetaKey, meta.dump()}});
 }
 
 }  // namespace
@@ -84,9 +83,30 @@ std::string save_checkpoint(const std::string& run_dir, const Checkpoint& ckpt, 
 
 namespace {
 
-// The payload is LibTorch's archive of the tensors and a "__meta__" JSON string. Whatever LibTorch's reader or the
-// JSON parser throws for a payload that is not one propagates; read_checkpoint names the file.
-Checkpoint decode_payload(const std::string& payload, const std::string& path) {
+void set_meta(Checkpoint& ckpt, const std::string& meta_json) {
+  refuse_deep_json(meta_json, ckpt.path);
+  ckpt.meta = nlohmann::json::parse(meta_json);
+  ckpt.step = ckpt.meta.at("step").get<int64_t>();
+}
+
+// Version 2: safetensors, checked by spread's own reader, with the meta JSON in the header's "__metadata__".
+Checkpoint decode_safetensors_payload(const std::string& payload, const std::string& path) {
+  SafetensorsContent content =
+      parse_safetensors_content(payload, path, "it passed its checksum, so another program wrote it: use a checkpoint spread saved");
+  const auto meta = content.metadata.find(kMetaKey);
+  if (meta == content.metadata.end())
+    throw user_error(path, 0, "", std::string("its safetensors header has no __metadata__ \"") + kMetaKey + "\"",
+                     "it was not written by spread: use a checkpoint spread saved");
+  Checkpoint ckpt;
+  ckpt.path = path;
+  ckpt.tensors = std::move(content.tensors);
+  set_meta(ckpt, meta->second);
+  return ckpt;
+}
+
+// Version 1: LibTorch's archive of the tensors and a "__meta__" JSON string. Its reader is TorchScript's unpickler,
+// which fuzzing crashed with crafted bytes (docs/untrusted_input.md): read only for runs saved before version 2.
+Checkpoint decode_archive_payload(const std::string& payload, const std::string& path) {
   torch::serialize::InputArchive archive;
   std::istringstream payload_stream(payload);
   archive.load_from(payload_stream);
@@ -94,9 +114,7 @@ Checkpoint decode_payload(const std::string& payload, const std::string& path) {
   ckpt.path = path;
   c10::IValue meta;
   archive.read("__meta__", meta);
-  refuse_deep_json(meta.toStringRef(), path);
-  ckpt.meta = nlohmann::json::parse(meta.toStringRef());
-  ckpt.step = ckpt.meta.at("step").get<int64_t>();
+  set_meta(ckpt, meta.toStringRef());
   for (const auto& key : archive.keys()) {
     if (key == "__meta__") continue;
     torch::Tensor t;
@@ -114,8 +132,10 @@ Checkpoint read_checkpoint(const std::string& path) {
   std::string file = std::move(*bytes);
   if (file.size() < kHeaderSize || std::memcmp(file.data(), kMagic, 8) != 0)
     throw user_error(path, 0, "", "not a spread checkpoint (bad magic or too short)");
-  if (get<uint32_t>(file, 8) != kVersion)
-    throw user_error(path, 0, "", fmt::format("unsupported checkpoint version {}", get<uint32_t>(file, 8)));
+  const uint32_t version = get<uint32_t>(file, 8);
+  if (version != kVersion && version != kArchiveVersion)
+    throw user_error(path, 0, "", fmt::format("unsupported checkpoint version {} (this spread reads 1 and 2)", version),
+                     "a newer spread wrote it: use that spread, or a checkpoint this one saved");
   uint64_t size = get<uint64_t>(file, 12);
   if (file.size() != kHeaderSize + size)
     throw user_error(path, 0, "", fmt::format("truncated checkpoint ({} of {} payload bytes)",
@@ -124,7 +144,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   if (crc32_of(payload) != get<uint32_t>(file, 20)) throw user_error(path, 0, "", "corrupt checkpoint (checksum mismatch)");
 
   try {
-    return decode_payload(payload, path);
+    return version == kVersion ? decode_safetensors_payload(payload, path) : decode_archive_payload(payload, path);
   } catch (const UserError&) {
     throw;
   } catch (const std::exception& e) {

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import save_file
+from safetensors.torch import save, save_file
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "fuzz" / "corpus"
@@ -224,6 +224,9 @@ def spread_run_seeds(spread, work, hf_tokenizer_json):
     put("run_tokenizer", "accepted_bpe", bundle(bpe_run, ["tokenizer.json", "tokenizer.model"]))
     ckpts = sorted((char_run / "ckpt").glob("*.ckpt"))
     put("checkpoint", "accepted_char_run_payload", ckpts[-1].read_bytes()[24:])
+    put("checkpoint", "refused_model_weights_without_spread_meta", save({"w": torch.ones(2)}, {"format": "pt"}))
+    put("checkpoint", "refused_meta_without_step",
+        save({"w": torch.ones(2)}, {"format": "pt", "spread.checkpoint": '{"note":1}'}))
     put("token_file", "accepted_val.bin", (char_run / "val.bin").read_bytes())
     put("token_file", "refused_truncated.bin", (char_run / "val.bin").read_bytes()[:-3])
     put("sentence_record", "accepted_record.json", json.dumps(

@@ -26,6 +26,15 @@ std::string safetensors_bytes(const NamedTensors& tensors,
 // Parses bytes written by any safetensors writer; `source` names the file in errors.
 NamedTensors parse_safetensors(std::string_view bytes, const std::string& source);
 
+// The same, with "__metadata__" too: its string values (the format allows no others; a value of another type,
+// which some writers put there anyway, is left out rather than refused). `remedy` ends every error's hint.
+struct SafetensorsContent {
+  NamedTensors tensors;
+  std::map<std::string, std::string> metadata;
+};
+SafetensorsContent parse_safetensors_content(std::string_view bytes, const std::string& source,
+                                             const std::string& remedy = "export it again");
+
 // Writes the file atomically (temporary name, fsync, rename).
 void write_safetensors(const std::string& path, const NamedTensors& tensors);
 // Reads and checks a file (UserError naming it when it is missing or malformed).

@@ -1,6 +1,8 @@
 #pragma once
-// Checkpoint files: a small header (magic, version, payload size, CRC-32 of the payload) followed by a LibTorch
-// archive of named tensors and a JSON string of metadata. Written atomically (temporary file, fsync, rename,
+// Checkpoint files: a 24-byte header (magic "SPRDCKPT", version, payload size, CRC-32 of the payload) followed by
+// a safetensors file of the named tensors whose "__metadata__" holds the metadata as one JSON string under
+// "spread.checkpoint" (version 2; any safetensors reader opens the payload: file bytes [24:]). Version 1, written
+// before 2026-12-06, held a LibTorch archive instead and is still read. Written atomically (temporary file, fsync, rename,
 // fsync of the directory), so a crash never leaves a half-written file under a checkpoint's name; read back
 // with the checksum verified, so a truncated or corrupt file is reported and skipped instead of loaded.
 // The trainer never saves a checkpoint holding NaN or Inf (a diverged run; see first_non_finite), and a run is
