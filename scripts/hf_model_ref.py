@@ -12,7 +12,11 @@ spread's import of such folders (transformers 5.3, sentence-transformers 5.3, Py
     hf_model_ref.py --jobs JOBS.txt    # one command above a line (split with shlex), all in one Python process
 
 make KIND: bert (BertModel with its pooler), bert-mlm (BertForMaskedLM), megatron-bert (MegatronBertModel: the
-pre-LayerNorm BERT, the layout of spread's encoder exports), gpt2 (GPT2LMHeadModel), llama (LlamaForCausalLM:
+pre-LayerNorm BERT, the layout of spread's encoder exports), distilbert / distilbert-mlm (DistilBertModel /
+DistilBertForMaskedLM: BERT's blocks without token types; its forward gets no token_type_ids), roberta /
+roberta-mlm (RobertaModel / RobertaForMaskedLM: pad_token_id 1, so positions start at 2; max-position + 2 rows;
+with BERT's vocabulary), gpt2
+(GPT2LMHeadModel), llama (LlamaForCausalLM:
 RMSNorm, rotary positions, SwiGLU, grouped-query attention; with GPT-2's byte-level vocabulary), modernbert /
 modernbert-mlm (ModernBertModel / ModernBertForMaskedLM: local attention, two rotary bases, gated GELU; with BERT's
 WordPiece vocabulary, since ModernBERT's own tokenizer is not among the shipped ones), st (a
@@ -29,7 +33,7 @@ untied), intermediate 3*width, eps 1e-6; modernbert: --local-attention (128) --g
 (the global base) --local-rope-theta (10000) --bias (attention, MLP, norm and classifier biases; default none),
 intermediate 3*width/2, eps 1e-5; st: --max-seq-length (48) --pooling mean|cls|max|lasttoken|weightedmean --include-prompt
 1|0 --normalize --prompts ({"query": "query: ", "passage": "passage: "}) --lower-case; pylate: --dim (16)
---query-length (32) --document-length (48); st and pylate: --base bert|modernbert (the encoder they wrap, with
+--query-length (32) --document-length (48); st and pylate: --base bert|distilbert|roberta|modernbert (the encoder they wrap, with
 the options of that kind). The vocabulary is TOKDIR's (tokenizer.json or vocab.txt for BERT,
 vocab.json + merges.txt for GPT-2), saved beside the weights. Weights: every parameter redrawn N(0, 0.2),
 LayerNorm weights 1 + N(0, 0.2), after construction, so that a wrong bias or LayerNorm shows in the outputs.
@@ -111,9 +115,10 @@ def randomise(model, seed):
 
 def build_hf(kind, tok, a):
     import torch
-    from transformers import (BertConfig, BertForMaskedLM, BertModel, GPT2Config, GPT2LMHeadModel, LlamaConfig,
-                              LlamaForCausalLM, MegatronBertConfig, MegatronBertModel, ModernBertConfig,
-                              ModernBertForMaskedLM, ModernBertModel)
+    from transformers import (BertConfig, BertForMaskedLM, BertModel, DistilBertConfig, DistilBertForMaskedLM,
+                              DistilBertModel, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
+                              MegatronBertConfig, MegatronBertModel, ModernBertConfig, ModernBertForMaskedLM,
+                              ModernBertModel, RobertaConfig, RobertaForMaskedLM, RobertaModel)
     torch.manual_seed(a.seed)
     if kind in ("modernbert", "modernbert-mlm"):
         cfg = ModernBertConfig(vocab_size=len(tok) + a.pad_vocab, hidden_size=a.width, num_hidden_layers=a.layers,
@@ -127,6 +132,19 @@ def build_hf(kind, tok, a):
                                sep_token_id=tok.sep_token_id, bos_token_id=tok.cls_token_id,
                                eos_token_id=tok.sep_token_id)
         model = (ModernBertForMaskedLM if kind == "modernbert-mlm" else ModernBertModel)(cfg)
+    elif kind in ("distilbert", "distilbert-mlm"):
+        cfg = DistilBertConfig(vocab_size=len(tok) + a.pad_vocab, dim=a.width, n_layers=a.layers, n_heads=a.heads,
+                               hidden_dim=a.intermediate or 4 * a.width, max_position_embeddings=a.max_position,
+                               activation=a.act or "gelu", pad_token_id=tok.pad_token_id)
+        model = (DistilBertForMaskedLM if kind == "distilbert-mlm" else DistilBertModel)(cfg)
+    elif kind in ("roberta", "roberta-mlm"):
+        # pad_token_id 1 as RoBERTa's own vocabulary has it: positions start at 2 (the tokenizer's padding, id 0
+        # here, is masked anyway), and max_position_embeddings counts the two unused rows, as roberta-base's 514.
+        cfg = RobertaConfig(vocab_size=len(tok) + a.pad_vocab, hidden_size=a.width, num_hidden_layers=a.layers,
+                            num_attention_heads=a.heads, intermediate_size=a.intermediate or 4 * a.width,
+                            hidden_act=a.act or "gelu", layer_norm_eps=1e-5 if a.eps is None else a.eps,
+                            max_position_embeddings=a.max_position + 2, type_vocab_size=1, pad_token_id=1)
+        model = (RobertaForMaskedLM if kind == "roberta-mlm" else RobertaModel)(cfg)
     elif kind == "llama":
         cfg = LlamaConfig(vocab_size=len(tok) + a.pad_vocab, hidden_size=a.width, num_hidden_layers=a.layers,
                           num_attention_heads=a.heads, num_key_value_heads=a.kv_heads or a.heads,
@@ -206,7 +224,8 @@ def make(a):
         raise SystemExit("make: --prefix is for bert")
     os.makedirs(out_dir, exist_ok=True)
     tok = load_tokenizer(kind, a.tokenizer)
-    if kind in ("bert", "bert-mlm", "megatron-bert", "gpt2", "llama", "modernbert", "modernbert-mlm"):
+    if kind in ("bert", "bert-mlm", "megatron-bert", "distilbert", "distilbert-mlm", "roberta", "roberta-mlm", "gpt2",
+                "llama", "modernbert", "modernbert-mlm"):
         save_hf(build_hf(kind, tok, a), out_dir, a)
         save_tokenizer(tok, out_dir)
     else:
@@ -246,13 +265,21 @@ def load_hf(model_dir):
     with open(os.path.join(model_dir, "config.json")) as f:
         arch = (json.load(f).get("architectures") or ["?"])[0]
     cls = {"GPT2LMHeadModel": AutoModelForCausalLM, "LlamaForCausalLM": AutoModelForCausalLM,
-           "BertForMaskedLM": AutoModelForMaskedLM, "ModernBertForMaskedLM": AutoModelForMaskedLM}.get(arch, AutoModel)
+           "BertForMaskedLM": AutoModelForMaskedLM, "ModernBertForMaskedLM": AutoModelForMaskedLM,
+           "DistilBertForMaskedLM": AutoModelForMaskedLM, "RobertaForMaskedLM": AutoModelForMaskedLM}.get(arch, AutoModel)
     model, info = cls.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager",
                                       output_loading_info=True)
     if info["missing_keys"] or info["unexpected_keys"]:  # randomly initialised weights would judge nothing
         raise SystemExit(f"{model_dir}: missing {sorted(info['missing_keys'])} unexpected "
                          f"{sorted(info['unexpected_keys'])}")
     return model.eval(), arch
+
+
+def without_unused_inputs(enc, arch):
+    """DistilBERT has no token types; its forward refuses the BERT tokenizer's token_type_ids."""
+    if arch.startswith("DistilBert"):
+        enc.pop("token_type_ids", None)
+    return enc
 
 
 def hidden(a):
@@ -266,7 +293,8 @@ def hidden(a):
     if a.batch:  # all texts in one batch, padded on the right; each text's valid rows are kept
         if tok.pad_token is None:  # GPT-2's vocabulary has none; the padded ids are masked anyway
             tok.pad_token = tok.eos_token
-        batch = tok(lines, truncation=True, max_length=max_len, padding=True, return_tensors="pt")
+        batch = without_unused_inputs(tok(lines, truncation=True, max_length=max_len, padding=True,
+                                          return_tensors="pt"), arch)
         with torch.no_grad():
             batch_out = model(**batch, output_hidden_states=True)
     for row, text in enumerate(lines):
@@ -278,7 +306,7 @@ def hidden(a):
             if out.logits is not None:
                 out.logits = out.logits[row:row + 1, :n]
         else:
-            enc = tok(text, truncation=True, max_length=max_len, return_tensors="pt")
+            enc = without_unused_inputs(tok(text, truncation=True, max_length=max_len, return_tensors="pt"), arch)
             with torch.no_grad():
                 out = model(**enc, output_hidden_states=True)
         item = {"text": text, "ids": enc["input_ids"][0].tolist(),
@@ -380,8 +408,8 @@ def parser():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     m = sub.add_parser("make")
-    m.add_argument("kind", choices=("bert", "bert-mlm", "megatron-bert", "gpt2", "llama", "modernbert",
-                                    "modernbert-mlm", "st", "pylate"))
+    m.add_argument("kind", choices=("bert", "bert-mlm", "megatron-bert", "distilbert", "distilbert-mlm", "roberta",
+                                    "roberta-mlm", "gpt2", "llama", "modernbert", "modernbert-mlm", "st", "pylate"))
     m.add_argument("out_dir")
     m.add_argument("--tokenizer", required=True)
     for name, default in (("seed", 0), ("layers", 2), ("heads", 2), ("width", 32), ("intermediate", None),
@@ -393,7 +421,7 @@ def parser():
     m.add_argument("--rope-theta", type=float, default=10000.0)
     m.add_argument("--local-rope-theta", type=float, default=10000.0)
     m.add_argument("--act")
-    m.add_argument("--base", choices=("bert", "modernbert"), default="bert")
+    m.add_argument("--base", choices=("bert", "distilbert", "roberta", "modernbert"), default="bert")
     m.add_argument("--dtype", choices=DTYPES, default="float32")
     m.add_argument("--pooling", choices=("mean", "cls", "max", "lasttoken", "weightedmean"), default="mean")
     for flag in ("prefix", "no-safetensors", "normalize", "prompts", "lower-case", "tie", "bias"):

@@ -12,7 +12,7 @@
 #include <torch/torch.h>
 
 #include "python_env.h"
-#include "spread/interchange/safetensors.h"
+#include "spread/data/safetensors.h"
 #include "spread/run/checkpoint.h"
 #include "spread/util/error.h"
 #include "test_paths.h"

@@ -26,10 +26,10 @@
 #include "spread/encode/embed.h"
 #include "spread/encode/multi_vector.h"
 #include "spread/interchange/export.h"
-#include "spread/interchange/hf_layout.h"
+#include "spread/interchange/architecture.h"
 #include "spread/interchange/hf_tokenizer.h"
 #include "spread/interchange/loaded_run.h"
-#include "spread/interchange/safetensors.h"
+#include "spread/data/safetensors.h"
 #include "spread/losses/maxsim.h"
 #include "spread/run/checkpoint.h"
 #include "spread/run/setup.h"
@@ -243,12 +243,24 @@ TEST(Safetensors, RejectsDamagedFilesNamingTheFile) {
                                    R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8), "overlap");
 }
 
+namespace {
+
+spread::NamedTensors gpt2_out(const spread::NamedTensors& params, const spread::TransformerConfig& cfg) {
+  return spread::architecture("gpt2").write_weights(params, cfg);
+}
+
+spread::NamedTensors gpt2_in(const spread::NamedTensors& hf, const spread::TransformerConfig& cfg) {
+  return spread::architecture("gpt2").read_weights(hf, cfg, nlohmann::json::object(), "x");
+}
+
+}  // namespace
+
 TEST(ExportLayout, Gpt2NamesTransposeConv1DAndMapBack) {
   auto cfg = tiny_config(/*causal=*/true, /*bias=*/true);
   torch::manual_seed(1);
   spread::Transformer model(cfg);
   auto params = spread::spread_parameters(model);
-  auto hf = spread::gpt2_tensors(params, cfg);
+  auto hf = gpt2_out(params, cfg);
   EXPECT_EQ(hf.size(), 4u + 12u * size_t(cfg.n_layer));
   EXPECT_FALSE(hf.count("lm_head.weight"));  // tied
   // Conv1D keeps [in, out]: c_attn is [C, 3C] and equals the fused projection transposed.
@@ -256,7 +268,7 @@ TEST(ExportLayout, Gpt2NamesTransposeConv1DAndMapBack) {
   EXPECT_TRUE(torch::equal(hf.at("transformer.h.1.attn.c_attn.weight"), params.at("blocks.1.attn.qkv.weight").t()));
   EXPECT_TRUE(torch::equal(hf.at("transformer.h.0.mlp.c_proj.weight"), params.at("blocks.0.mlp.proj.weight").t()));
   EXPECT_TRUE(torch::equal(hf.at("transformer.h.0.ln_2.bias"), params.at("blocks.0.ln2.bias")));
-  auto back = spread::spread_tensors_from_gpt2(hf, cfg, "x");
+  auto back = gpt2_in(hf, cfg);
   EXPECT_EQ(back.size(), params.size());
   for (const auto& [name, t] : params) EXPECT_TRUE(torch::equal(back.at("model." + name), t)) << name;
 }
@@ -264,33 +276,33 @@ TEST(ExportLayout, Gpt2NamesTransposeConv1DAndMapBack) {
 TEST(ExportLayout, Gpt2WithoutBiasesGetsZeroBiasesAndRefusesNonZeroOnes) {
   auto cfg = tiny_config(true, /*bias=*/false);
   spread::Transformer model(cfg);
-  auto hf = spread::gpt2_tensors(spread::spread_parameters(model), cfg);
+  auto hf = gpt2_out(spread::spread_parameters(model), cfg);
   EXPECT_TRUE(torch::equal(hf.at("transformer.h.0.attn.c_attn.bias"), torch::zeros({24})));
   EXPECT_TRUE(torch::equal(hf.at("transformer.h.1.mlp.c_fc.bias"), torch::zeros({32})));
-  EXPECT_NO_THROW(spread::spread_tensors_from_gpt2(hf, cfg, "x"));
+  EXPECT_NO_THROW(gpt2_in(hf, cfg));
   hf.at("transformer.h.1.mlp.c_fc.bias")[0] = 1.0f;
-  EXPECT_THROW(spread::spread_tensors_from_gpt2(hf, cfg, "x"), spread::UserError);
+  EXPECT_THROW(gpt2_in(hf, cfg), spread::UserError);
 }
 
 TEST(ExportLayout, Gpt2ReaderTakesGpt2ModelNamesAndRefusesUntiedHead) {
   auto cfg = tiny_config(true, true);
   spread::Transformer model(cfg);
-  auto hf = spread::gpt2_tensors(spread::spread_parameters(model), cfg);
+  auto hf = gpt2_out(spread::spread_parameters(model), cfg);
   spread::NamedTensors bare;  // GPT2Model's state dict: no "transformer." prefix
   for (const auto& [name, t] : hf) bare[name.substr(12)] = t;
-  EXPECT_NO_THROW(spread::spread_tensors_from_gpt2(bare, cfg, "x"));
+  EXPECT_NO_THROW(gpt2_in(bare, cfg));
   hf["lm_head.weight"] = torch::randn({11, 8});
-  EXPECT_THROW(spread::spread_tensors_from_gpt2(hf, cfg, "x"), spread::UserError);
+  EXPECT_THROW(gpt2_in(hf, cfg), spread::UserError);
   hf.erase("lm_head.weight");
   hf.erase("transformer.h.1.attn.c_proj.weight");
-  EXPECT_THROW(spread::spread_tensors_from_gpt2(hf, cfg, "x"), spread::UserError);
+  EXPECT_THROW(gpt2_in(hf, cfg), spread::UserError);
 }
 
 TEST(ExportLayout, MegatronBertSplitsTheFusedProjectionIntoQueryKeyValue) {
   auto cfg = tiny_config(/*causal=*/false, true);
   spread::Transformer model(cfg);
   auto params = spread::spread_parameters(model);
-  auto hf = spread::megatron_bert_tensors(params, cfg);
+  auto hf = spread::architecture("megatron-bert").write_weights(params, cfg);
   const auto& qkv = params.at("blocks.1.attn.qkv.weight");
   EXPECT_TRUE(torch::equal(hf.at("encoder.layer.1.attention.self.query.weight"), qkv.narrow(0, 0, 8)));
   EXPECT_TRUE(torch::equal(hf.at("encoder.layer.1.attention.self.key.weight"), qkv.narrow(0, 8, 8)));

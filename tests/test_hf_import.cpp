@@ -29,7 +29,7 @@
 #include "spread/encode/multi_vector.h"
 #include "spread/interchange/hf_import.h"
 #include "spread/interchange/loaded_run.h"
-#include "spread/interchange/safetensors.h"
+#include "spread/data/safetensors.h"
 #include "spread/interchange/sentence_modules_record.h"
 #include "spread/model/generate.h"
 #include "spread/run/setup.h"
@@ -96,6 +96,10 @@ std::vector<std::string> reference_jobs(const fs::path& w, const std::string& be
   make("bert-mlm", "bert_mlm", bert, "--seed 3 --layers 3 --heads 2 --width 32");
   make("bert", "bert_sharded_bf16", bert, "--seed 4 --layers 2 --heads 2 --width 32 --shards 3 --dtype bfloat16");
   make("megatron-bert", "megatron", bert, "--seed 14 --layers 2 --heads 2 --width 32 --intermediate 45 --eps 1e-5");
+  make("distilbert", "distilbert", bert, "--seed 22 --layers 2 --heads 3 --width 48 --intermediate 37");
+  make("distilbert-mlm", "distilbert_mlm", bert, "--seed 23 --layers 2 --heads 2 --width 32 --act gelu_new");
+  make("roberta", "roberta", bert, "--seed 25 --layers 2 --heads 2 --width 32 --intermediate 50");
+  make("roberta-mlm", "roberta_mlm", bert, "--seed 26 --layers 1 --heads 4 --width 32");
   make("gpt2", "gpt2", gpt2, "--seed 5 --layers 2 --heads 3 --width 48 --max-position 80");
   make("gpt2", "gpt2_exact", gpt2, "--seed 6 --layers 1 --heads 2 --width 32 --act gelu --intermediate 50");
   // Llama-style: grouped-query attention (4 query heads over 2 k/v heads), an untied head, another rotary base; and
@@ -126,15 +130,22 @@ std::vector<std::string> reference_jobs(const fs::path& w, const std::string& be
   // shorter than the texts.
   make("st", "st_modernbert", bert, "--base modernbert --seed 20 --layers 4 --heads 2 --width 32 --local-attention 4 "
        "--max-position 64 --pooling mean --normalize");
+  make("st", "st_distilbert", bert,
+       "--base distilbert --seed 24 --layers 2 --heads 2 --width 32 --pooling mean --normalize");
+  make("st", "st_roberta", bert,
+       "--base roberta --seed 27 --layers 2 --heads 2 --width 32 --pooling mean --normalize");
   make("pylate", "pylate_modernbert", bert, "--base modernbert --seed 21 --layers 3 --heads 2 --width 32 "
        "--local-attention 6 --global-every 2 --max-position 64 --dim 16 --query-length 12 --document-length 20");
   const std::string texts = (w / "texts.txt").string();
-  for (const std::string m : {"bert", "bert_tanh", "bert_mlm", "bert_sharded_bf16", "megatron", "gpt2", "gpt2_exact",
-                              "llama_gqa", "llama_tied", "modernbert", "modernbert_mlm"})
+  for (const std::string m : {"bert", "bert_tanh", "bert_mlm", "bert_sharded_bf16", "megatron", "distilbert",
+                              "distilbert_mlm", "roberta", "roberta_mlm", "gpt2", "gpt2_exact", "llama_gqa",
+                              "llama_tied", "modernbert", "modernbert_mlm"})
     jobs.push_back(fmt::format("hidden {} {} {}", (w / m).string(), texts, (w / (m + ".hidden.json")).string()));
-  for (const std::string m : {"modernbert", "modernbert_mlm", "llama_gqa"})  // one padded batch
+  for (const std::string m : {"modernbert", "modernbert_mlm", "llama_gqa", "distilbert", "roberta"})  // one batch
     jobs.push_back(fmt::format("hidden {} {} {} --batch", (w / m).string(), texts, (w / (m + ".batch.json")).string()));
-  for (const std::string m : {"st_mean_norm", "st_cls", "st_max", "st_last", "st_weighted", "st_lower", "st_modernbert"})
+  for (const std::string m :
+       {"st_mean_norm", "st_cls", "st_max", "st_last", "st_weighted", "st_lower", "st_modernbert", "st_distilbert",
+        "st_roberta"})
     jobs.push_back(fmt::format("st-encode {} {} {}", (w / m).string(), texts, (w / (m + ".st.json")).string()));
   jobs.push_back(fmt::format("st-encode {} {} {} --prompt-name query", (w / "st_prompts").string(), texts,
                              (w / "st_prompts.st.json").string()));
@@ -212,6 +223,8 @@ class HfImport : public ::testing::Test {
   }
 
   static fs::path dir(const std::string& name) { return *models_ / name; }  // a model or reference (shared)
+  void expect_fine_tuned_export(const std::string& folder_name, const std::string& architecture,
+                                const std::string& layout);
 
   static std::string python_, skip_, failure_;
   static fs::path* work_;    // this process's outputs
@@ -430,6 +443,38 @@ TEST_F(HfImport, ModernBertHiddenStatesAndLogitsMatchTransformers) {
   }
 }
 
+// DistilBertModel and DistilBertForMaskedLM: BERT's post-LayerNorm blocks without token types, under DistilBERT's
+// names and config keys (odd head count and MLP width; the tanh GELU in the MLM model, its head included).
+TEST_F(HfImport, DistilBertHiddenStatesAndLogitsMatchTransformers) {
+  const auto folder = spread::read_hf_model_folder(dir("distilbert").string(), /*with_weights=*/false);
+  EXPECT_EQ(folder.architecture, "DistilBertModel");
+  EXPECT_EQ(folder.family, "bert");
+  const auto& c = folder.config;
+  EXPECT_TRUE(c.post_norm && c.bias && !c.causal && !c.mlm_transform);
+  EXPECT_EQ(c.type_vocab_size, 0);
+  EXPECT_EQ(c.n_head, 3);
+  EXPECT_EQ(c.intermediate_size, 37);
+  EXPECT_EQ(c.layer_norm_eps, 1e-12);
+  const auto mlm = spread::read_hf_model_folder(dir("distilbert_mlm").string(), false).config;
+  EXPECT_TRUE(mlm.mlm_transform && mlm.gelu_tanh);
+  expect_hidden_states_match(dir("distilbert"), dir("distilbert.hidden.json"));
+  expect_batched_hidden_states_match(dir("distilbert"), dir("distilbert.batch.json"));
+  expect_hidden_states_match(dir("distilbert_mlm"), dir("distilbert_mlm.hidden.json"));
+}
+
+// RobertaModel and RobertaForMaskedLM with pad_token_id 1 (positions from 2, as RoBERTa's): spread keeps the
+// position rows from 2 on; one text at a time and in one padded batch; the MLM head.
+TEST_F(HfImport, RobertaHiddenStatesAndLogitsMatchTransformers) {
+  const auto folder = spread::read_hf_model_folder(dir("roberta").string(), /*with_weights=*/false);
+  EXPECT_EQ(folder.architecture, "RobertaModel");
+  EXPECT_EQ(folder.config.block_size, 64);  // max_position_embeddings 66 less the two rows before the text
+  EXPECT_EQ(folder.config.type_vocab_size, 1);
+  EXPECT_TRUE(spread::read_hf_model_folder(dir("roberta_mlm").string(), false).config.mlm_transform);
+  expect_hidden_states_match(dir("roberta"), dir("roberta.hidden.json"));
+  expect_batched_hidden_states_match(dir("roberta"), dir("roberta.batch.json"));
+  expect_hidden_states_match(dir("roberta_mlm"), dir("roberta_mlm.hidden.json"));
+}
+
 TEST_F(HfImport, LlamaGreedyGenerationEqualsTransformersGenerate) {
   expect_greedy_generation_matches(dir("llama_gqa"), dir("llama_gqa.generate.json"));
 }
@@ -438,7 +483,8 @@ TEST_F(HfImport, LlamaGreedyGenerationEqualsTransformersGenerate) {
 // max_seq_length, and a prompt left out of the pooling (include_prompt = false).
 TEST_F(HfImport, SentenceTransformersEncodeMatchesTheLibrary) {
   for (const std::string m :
-       {"st_mean_norm", "st_cls", "st_max", "st_last", "st_weighted", "st_prompts", "st_lower", "st_modernbert"}) {
+       {"st_mean_norm", "st_cls", "st_max", "st_last", "st_weighted", "st_prompts", "st_lower", "st_modernbert",
+        "st_distilbert", "st_roberta"}) {
     const json ref = read_json(dir(m + ".st.json"));
     const fs::path out = *work_ / (m + ".npy");
     const std::string prompt = ref.value("prompt_name", json()).is_string() ? " --prompt-name query" : "";
@@ -722,6 +768,39 @@ TEST_F(HfImport, FineTunedSentenceTransformerExportsBackAndTheLibraryAgrees) {
   // Training moved the weights: the fine-tuned embeddings are not the imported model's.
   const json before = read_json(dir("st_lower.st.json"));
   EXPECT_GT(max_abs(got, matrix(before.at("embeddings"))), 1e-4);
+}
+
+// A sentence-transformers folder of `folder_name` fine-tuned by spread and exported: the export's architecture, and
+// the library's encoding of the export against spread's of the run (and against the folder's: it trained).
+void HfImport::expect_fine_tuned_export(const std::string& folder_name, const std::string& architecture,
+                                        const std::string& layout) {
+  SCOPED_TRACE(folder_name);
+  const auto run = train_from(*work_, dir(folder_name), folder_name + "_finetune",
+                              {"train.objective=contrastive", "data.source=pairs", "train.max_steps=2",
+                               "train.lr=1e-3"});
+  const fs::path out = *work_ / (folder_name + "_export");
+  auto e = run_spread(fmt::format("export --run '{}' --out '{}'", run, out.string()));
+  ASSERT_EQ(e.code, 0) << e.output;
+  EXPECT_EQ(read_json(out / "config.json").at("architectures")[0], architecture);
+  EXPECT_EQ(read_json(out / "spread_export.json").at("layout"), layout);
+  const fs::path ref = *work_ / (folder_name + "_finetune.st.json"), npy = *work_ / (folder_name + "_finetune.npy");
+  const std::string cmd = fmt::format("'{}' '{}' st-encode '{}' '{}' '{}' > /dev/null 2>&1", python_, script(),
+                                      out.string(), dir("texts.txt").string(), ref.string());
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  auto r = run_spread(fmt::format("encode --run '{}' --in '{}' --out '{}'", run, dir("texts.txt").string(),
+                                  npy.string()));
+  ASSERT_EQ(r.code, 0) << r.output;
+  Eigen::MatrixXd mine = spread::read_npy_matrix(npy.string());
+  auto got = torch::from_blob(mine.data(), {mine.cols(), mine.rows()}, torch::kDouble).t().clone();
+  EXPECT_LE(max_abs(got, matrix(read_json(ref).at("embeddings"))), kTol);
+  EXPECT_GT(max_abs(got, matrix(read_json(dir(folder_name + ".st.json")).at("embeddings"))), 1e-4);
+}
+
+// DistilBERT goes back as DistilBertModel; RoBERTa, which spread reads only, as the BertModel it computes (positions
+// from 0), and the library agrees with both.
+TEST_F(HfImport, FineTunedDistilBertAndRobertaExportBack) {
+  expect_fine_tuned_export("st_distilbert", "DistilBertModel", "distilbert");
+  expect_fine_tuned_export("st_roberta", "BertModel", "bert");
 }
 
 // The wrapper of the folder a run started from goes into its export: prompts, the default prompt's name,

@@ -32,7 +32,7 @@
 #include <string>
 
 #include "cli_run.h"
-#include "spread/interchange/safetensors.h"
+#include "spread/data/safetensors.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 #include "spread/util/json_depth.h"

@@ -12,7 +12,7 @@
 #include "spread/data/tokenizer.h"
 #include "spread/encode/multi_vector.h"
 #include "spread/interchange/hf_import.h"
-#include "spread/interchange/hf_layout.h"
+#include "spread/interchange/architecture.h"
 #include "spread/interchange/hf_tokenizer.h"
 #include "spread/interchange/sentence_modules_record.h"
 #include "spread/run/checkpoint.h"
@@ -266,8 +266,8 @@ void write_folder(const Files& files, const fs::path& out) {
 // Llama-shaped LM and a ModernBERT-shaped encoder have layouts of their own; a mixture (rope with LayerNorm in an
 // LM, say) has none.
 void refuse_modern_blocks(const TransformerConfig& cfg, const std::string& source) {
-  if (is_llama_shaped(cfg)) return;
-  if (is_modernbert_shaped(cfg)) {
+  if (architecture("llama").holds(cfg)) return;
+  if (architecture("modernbert").holds(cfg)) {
     if (cfg.attention_window > 0 && cfg.global_every == 0)
       throw user_error(source, 0, "model.global_every", "is 0 (every layer local), which ModernBERT cannot say: its "
                        "layer 0 is always global", "train with model.global_every >= 1 (ModernBERT: 3)");
@@ -321,27 +321,32 @@ ExportResult export_run(const ExportRequest& request) {
       throw user_error(recipe.source, 0, "tokenizer.lowercase", "is true, and the GPT-2 and Llama layouts have no "
                        "lower-casing "
                        "step: transformers would tokenize the text as written", "use `spread eval`/`generate` on the run");
-    const bool llama = is_llama_shaped(cfg);
-    result.layout = llama ? "llama" : "gpt2";
-    files["config.json"] = json_file(llama ? llama_config(cfg, tokenizer->bos_id(), tokenizer->eos_id())
-                                           : gpt2_config(cfg, tokenizer->bos_id(), tokenizer->eos_id()));
-    files["model.safetensors"] = safetensors_bytes(llama ? llama_tensors(params, cfg) : gpt2_tensors(params, cfg));
+    const Architecture& lm = *architecture_holding(cfg);  // gpt2 or llama, past the checks above
+    result.layout = lm.layout;
+    ConfigTokenIds ids;
+    ids.bos = tokenizer->bos_id();
+    ids.eos = tokenizer->eos_id();
+    files["config.json"] = json_file(lm.write_config(cfg, ids));
+    files["model.safetensors"] = safetensors_bytes(lm.write_weights(params, cfg));
   } else {
-    // A post-LN encoder (an imported BERT) goes back as BertModel; spread's pre-LN one is MegatronBert.
-    if (cfg.post_norm && (!cfg.bias || cfg.type_vocab_size == 0))
-      throw user_error(recipe.source, 0, cfg.bias ? "model.type_vocab_size" : "model.bias",
-                       "a post-LayerNorm encoder exports as BertModel, which has biases and token types",
-                       "train it with model.bias = true and model.type_vocab_size = 2");
-    const bool modernbert = is_modernbert_shaped(cfg);
-    result.layout = recipe.objective().head == Head::token_vectors ? "pylate" : modernbert ? "modernbert"
-                    : cfg.post_norm ? "bert" : "megatron-bert";
-    const auto ids = tokenizer->special_ids();
-    files["config.json"] = json_file(modernbert      ? modernbert_config(cfg, ids.pad, ids.cls, ids.sep)
-                                     : cfg.post_norm ? bert_config(cfg, ids.pad)
-                                                     : megatron_bert_config(cfg, ids.pad));
-    files["model.safetensors"] = safetensors_bytes(modernbert      ? modernbert_tensors(params, cfg)
-                                                   : cfg.post_norm ? bert_tensors(params, cfg)
-                                                                   : megatron_bert_tensors(params, cfg));
+    // A post-LN encoder (an imported BERT or DistilBERT) goes back as BertModel or DistilBertModel; spread's pre-LN
+    // one is MegatronBert.
+    if (cfg.post_norm && !cfg.bias)
+      throw user_error(recipe.source, 0, "model.bias", "a post-LayerNorm encoder exports as BertModel or "
+                       "DistilBertModel, which have biases", "train it with model.bias = true");
+    if (cfg.post_norm && cfg.type_vocab_size == 0 && !architecture("distilbert").holds(cfg))
+      throw user_error(recipe.source, 0, "model.layer_norm_eps", "a post-LayerNorm encoder without token types "
+                       "exports as DistilBertModel, whose LayerNorms have epsilon 1e-12",
+                       "train it with model.layer_norm_eps = 1e-12, or with model.type_vocab_size = 2 (BertModel)");
+    const Architecture& encoder = *architecture_holding(cfg);  // bert, megatron-bert, distilbert or modernbert
+    result.layout = recipe.objective().head == Head::token_vectors ? "pylate" : encoder.layout;
+    const SpecialIds special = tokenizer->special_ids();
+    ConfigTokenIds ids;
+    ids.pad = special.pad;
+    ids.cls = special.cls;
+    ids.sep = special.sep;
+    files["config.json"] = json_file(encoder.write_config(cfg, ids));
+    files["model.safetensors"] = safetensors_bytes(encoder.write_weights(params, cfg));
     if (result.layout == "pylate") add_pylate_files(recipe, cfg, params, *tokenizer, tokenizer_json, files);
     else add_sentence_transformers_files(recipe, cfg, tokenizer->lowercases(), request.run_dir, files);
   }
@@ -389,8 +394,10 @@ NamedTensors read_exported_lm_weights(const std::string& dir, const TransformerC
                                                         config.contains(key) ? config[key].dump() : "missing", want),
                        "use the same [model] shape (and tokenizer) as the exported model");
   if (llama) return read_hf_model_folder(dir).weights;
+  // GPT-2's reader checks the biases against this model's (zeros for a model without), which a folder's config
+  // cannot say.
   const std::string weights = (fs::path(dir) / "model.safetensors").string();
-  return spread_tensors_from_gpt2(read_safetensors(weights), cfg, weights);
+  return architecture("gpt2").read_weights(read_safetensors(weights), cfg, config, weights);
 }
 
 }  // namespace spread

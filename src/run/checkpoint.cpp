@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "spread/interchange/safetensors.h"
+#include "spread/data/safetensors.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 #include "spread/util/json_depth.h"
@@ -91,8 +91,8 @@ void set_meta(Checkpoint& ckpt, const std::string& meta_json) {
 
 // Version 2: safetensors, checked by spread's own reader, with the meta JSON in the header's "__metadata__".
 Checkpoint decode_safetensors_payload(const std::string& payload, const std::string& path) {
-  SafetensorsContent content =
-      parse_safetensors_content(payload, path, "it passed its checksum, so another program wrote it: use a checkpoint spread saved");
+  SafetensorsContent content = parse_safetensors_content(
+      payload, path, "it passed its checksum, so another program wrote it: use a checkpoint spread saved");
   const auto meta = content.metadata.find(kMetaKey);
   if (meta == content.metadata.end())
     throw user_error(path, 0, "", std::string("its safetensors header has no __metadata__ \"") + kMetaKey + "\"",

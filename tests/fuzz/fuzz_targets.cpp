@@ -20,7 +20,7 @@
 #include "spread/data/tokenizer.h"
 #include "spread/interchange/hf_import.h"
 #include "spread/interchange/hf_tokenizer.h"
-#include "spread/interchange/safetensors.h"
+#include "spread/data/safetensors.h"
 #include "spread/model/parameter_count.h"
 #include "spread/interchange/sentence_modules_record.h"
 #include "spread/run/checkpoint.h"

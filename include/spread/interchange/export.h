@@ -1,5 +1,5 @@
 #pragma once
-// `spread export`: a run's checkpoint as a folder that the Python ecosystem loads (interchange/hf_layout.h):
+// `spread export`: a run's checkpoint as a folder that the Python ecosystem loads (interchange/architecture.h):
 //   causal LM   config.json + model.safetensors of GPT2LMHeadModel (AutoModelForCausalLM.from_pretrained(dir))
 //   encoder     config.json + model.safetensors of MegatronBertModel, around it a sentence-transformers folder
 //               (modules.json, config_sentence_transformers.json, sentence_bert_config.json, 1_Pooling/config.json)
@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-#include "spread/interchange/safetensors.h"
+#include "spread/data/safetensors.h"
 #include "spread/model/transformer.h"
 
 namespace spread {

@@ -1,19 +1,12 @@
 #pragma once
 // Reading the models people have: a Hugging Face model folder, or a sentence-transformers folder around one, as a
-// spread model with the weights exactly as they are (interchange/hf_layout.h has the writing direction).
+// spread model with the weights exactly as they are (interchange/export.h has the writing direction).
 //   weights      model.safetensors, or the shards listed in model.safetensors.index.json; 16-bit tensors are
 //                widened to float32 (spread computes in float32); pytorch_model.bin alone is refused with the
 //                command that converts it (a Python pickle, which LibTorch's C++ API does not read), a Git LFS
 //                pointer with the note that the file was never downloaded
-//   BERT         BertModel, BertForMaskedLM, BertForPreTraining (post-LayerNorm blocks, token types, embedding
-//                LayerNorm, the MLM prediction head; the encoder under "bert." or not; old gamma/beta names)
-//   GPT-2        GPT2LMHeadModel, GPT2Model (Conv1D weights transposed, tied head)
-//   Llama        LlamaForCausalLM (RMSNorm, rotary positions without scaling, SwiGLU, grouped-query attention,
-//                tied or untied output matrix; no biases): SmolLM, TinyLlama and the like
-//   ModernBERT   ModernBertModel, ModernBertForMaskedLM (rotary positions with a global and a local base, local
-//                attention on all but every global_attn_every_n_layers-th layer, gated GELU MLP, bias-free
-//                LayerNorms, an embedding norm and none before layer 0's attention; the MLM head), also inside
-//                sentence-transformers and PyLate folders
+//   architecture config.json's `architectures` (or `model_type`) picks one of interchange/architecture.h's table:
+//                BERT, MegatronBert, GPT-2, Llama, ModernBERT
 //   sentence-transformers  modules.json with Transformer (weights in the folder or its module path), Pooling
 //                (mean, cls, max, lasttoken, weightedmean; include_prompt), Normalize; sentence_bert_config.json's
 //                max_seq_length and do_lower_case; config_sentence_transformers.json's prompts and default_prompt_name
@@ -29,7 +22,7 @@
 #include <vector>
 
 #include "spread/config/recipe.h"
-#include "spread/interchange/safetensors.h"
+#include "spread/data/safetensors.h"
 #include "spread/model/transformer.h"
 #include "spread/util/model_folder.h"
 
@@ -56,7 +49,7 @@ struct HfModelFolder {
   std::string dir;           // the folder given
   std::string model_dir;     // where config.json and the weights are: dir, or the Transformer module's path
   std::string architecture;  // config.json's architectures[0] (or model_type's model when it has none)
-  std::string family;        // "bert" | "gpt2" | "llama" | "modernbert"
+  std::string family;        // Architecture::family: "bert" | "gpt2" | "llama" | "modernbert"
   TransformerConfig config;
   NamedTensors weights;      // "model.<spread name>", for load_model_weights
   std::optional<SentenceTransformersModules> sentence;  // a sentence-transformers folder

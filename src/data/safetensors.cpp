@@ -1,4 +1,4 @@
-#include "spread/interchange/safetensors.h"
+#include "spread/data/safetensors.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
