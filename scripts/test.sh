@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Installs what is missing (chromium too, for the report's browser check), makes the Python environment of
-# the reference libraries that the equivalence tests judge against (scripts/python_env.sh) and fetches the real
+# Installs what is missing (chromium too, for the report's browser check), makes the Python environments of
+# the reference libraries that the equivalence tests judge against (scripts/python_env.sh, and --peers for the
+# newest sentence-transformers, which the pinned one holds back) and fetches the real
 # model the end-to-end tests use (scripts/get_model.sh; when either cannot be had, those tests skip and say why),
 # builds everything and runs ctest; then the suite against LibTorch 2.x (below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh --optional
 scripts/python_env.sh > /dev/null || echo "note: no reference Python environment; the tests that need it will be skipped"
+scripts/python_env.sh --peers > /dev/null ||
+  echo "note: no peers environment (sentence-transformers 6); the tests of its folders will be skipped"
 scripts/get_model.sh > /dev/null ||
   echo "note: no all-MiniLM-L6-v2 (scripts/get_model.sh fetches it); the tests that need it will be skipped"
 scripts/build.sh

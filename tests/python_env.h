@@ -34,4 +34,22 @@ inline std::string reference_python(const std::vector<std::string>& modules, std
   return python;
 }
 
+// The second environment, of the newest peers (scripts/python_env.sh --peers: sentence-transformers 6): the python
+// of $SPREAD_PEERS_PYTHON, else the repository's .venv-peers, that imports every module, or "" with the reason.
+inline std::string peers_python(const std::vector<std::string>& modules, std::string* why_not) {
+  const char* p = std::getenv("SPREAD_PEERS_PYTHON");
+  const std::string python = p ? p : std::string(SPREAD_TEST_DATA_DIR) + "/../../.venv-peers/bin/python";
+  if (!std::filesystem::exists(python)) {
+    *why_not = "no peers environment at " + python + " (make it with scripts/python_env.sh --peers)";
+    return "";
+  }
+  std::string imports;
+  for (const auto& m : modules) imports += (imports.empty() ? "import " : ", ") + m;
+  if (std::system(("'" + python + "' -c '" + imports + "' > /dev/null 2>&1").c_str()) != 0) {
+    *why_not = python + " cannot `" + imports + "` (remake it with scripts/python_env.sh --peers)";
+    return "";
+  }
+  return python;
+}
+
 }  // namespace spread::testing

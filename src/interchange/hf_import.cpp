@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -147,8 +148,21 @@ NamedTensors read_weights(const std::string& dir) {
 
 // --- sentence-transformers -----------------------------------------------------------------------------------
 
+// sentence-transformers 6 writes one "pooling_mode" (a name, or a list of them for concatenated poolings).
+std::string spread_pooling_mode(const json& mode, const std::string& path) {
+  static const std::map<std::string, std::string> names = {
+      {"mean", "mean"}, {"cls", "cls"}, {"max", "max"}, {"lasttoken", "last"}, {"weightedmean", "weightedmean"}};
+  const json& one = mode.is_array() && mode.size() == 1 ? mode[0] : mode;
+  const auto it = one.is_string() ? names.find(one.get<std::string>()) : names.end();
+  if (it == names.end())
+    throw user_error(path, 0, "pooling_mode", "is " + mode.dump() + ", which spread does not implement",
+                     "spread pools with exactly one of mean, cls, max, lasttoken, weightedmean");
+  return it->second;
+}
+
 std::string spread_pooling(const json& p, const std::string& path) {
-  // The library's flags; exactly one may be set (spread pools one way).
+  if (p.contains("pooling_mode")) return spread_pooling_mode(p["pooling_mode"], path);
+  // sentence-transformers 5's flags; exactly one may be set (spread pools one way).
   static const std::vector<std::pair<std::string, std::string>> modes = {
       {"pooling_mode_mean_tokens", "mean"},  {"pooling_mode_cls_token", "cls"},
       {"pooling_mode_max_tokens", "max"},    {"pooling_mode_lasttoken", "last"},
@@ -223,6 +237,36 @@ void refuse_sizes_beyond_weights(const HfModelFolder& folder, const std::string&
                    "this config.json does not belong to the weights beside it");
 }
 
+// Module types by what spread does with them: sentence-transformers 5's names (sentence_transformers.models.*) and
+// 6's (its modules moved to sentence_transformers.base.modules and .sentence_transformer.modules; 6 still loads
+// the old names, and writes the new ones).
+enum class ModuleKind { transformer, pooling, normalize, pylate_dense, other };
+
+ModuleKind module_kind(const std::string& type) {
+  static const std::map<std::string, ModuleKind> kinds = {
+      {"sentence_transformers.models.Transformer", ModuleKind::transformer},
+      {"sentence_transformers.base.modules.transformer.Transformer", ModuleKind::transformer},
+      {"sentence_transformers.models.Pooling", ModuleKind::pooling},
+      {"sentence_transformers.sentence_transformer.modules.pooling.Pooling", ModuleKind::pooling},
+      {"sentence_transformers.models.Normalize", ModuleKind::normalize},
+      {"sentence_transformers.base.modules.normalize.Normalize", ModuleKind::normalize},
+      {"pylate.models.Dense.Dense", ModuleKind::pylate_dense}};
+  const auto it = kinds.find(type);
+  return it == kinds.end() ? ModuleKind::other : it->second;
+}
+
+// The tokenizer's model_max_length (tokenizer_config.json beside the weights, else at the top): what both library
+// versions cap max_seq_length with when the folder names none. 0 when absent or transformers' "no limit" (1e30).
+int64_t tokenizer_max_length(const std::string& transformer_dir, const std::string& dir) {
+  for (const std::string& where : {transformer_dir, dir})
+    if (auto c = read_optional_json(path_in(where, "tokenizer_config.json"))) {
+      const json& n = c->contains("model_max_length") ? (*c)["model_max_length"] : json();
+      const bool limit = n.is_number_unsigned() && n.get<uint64_t>() <= (uint64_t(1) << 31);
+      return limit ? text_length_key(*c, "model_max_length", path_in(where, "tokenizer_config.json"), 0) : 0;
+    }
+  return 0;
+}
+
 StModules read_sentence_modules(const std::string& dir) {
   const std::string path = path_in(dir, "modules.json");
   auto text = read_regular_file(path, kMaxJsonFileBytes);
@@ -236,10 +280,11 @@ StModules read_sentence_modules(const std::string& dir) {
     const std::string type = m.is_object() ? string_key(m, "type", "") : "";
     const std::string sub = m.is_object() ? string_key(m, "path", "") : "";
     const std::string module_dir = path_inside(dir, sub, path, "path");
-    if (type == "sentence_transformers.models.Transformer") {
+    const ModuleKind kind = module_kind(type);
+    if (kind == ModuleKind::transformer) {
       have_transformer = true;
       out.transformer_path = module_dir;
-    } else if (type == "pylate.models.Dense.Dense") {
+    } else if (kind == ModuleKind::pylate_dense) {
       // Two linear maps without bias or activation are one: the product of their matrices.
       const torch::Tensor w = read_dense(module_dir);
       if (out.head.defined() && w.size(1) != out.head.size(0))
@@ -247,31 +292,37 @@ StModules read_sentence_modules(const std::string& dir) {
                          fmt::format("is {} but the module before gives {}", w.size(1), out.head.size(0)));
       out.head = out.head.defined() ? torch::matmul(w.to(torch::kDouble), out.head.to(torch::kDouble)).to(torch::kFloat)
                                     : w;
-    } else if (type == "sentence_transformers.models.Pooling") {
+    } else if (kind == ModuleKind::pooling) {
       out.pooled = true;
       const std::string config = path_in(module_dir, "config.json");
       const json p = read_json_object(config);
       out.info.pooling = spread_pooling(p, config);
       out.info.include_prompt = bool_key(p, "include_prompt", config, true);
-    } else if (type == "sentence_transformers.models.Normalize") {
+    } else if (kind == ModuleKind::normalize) {
       out.info.normalize = true;
     } else {
       throw user_error(path, 0, "type", "module '" + type + "' is not supported",
-                       "spread reads Transformer, Pooling, Normalize and PyLate's Dense modules");
+                       "spread reads the Transformer, Pooling and Normalize modules of sentence-transformers 5 and "
+                       "6, and PyLate's Dense modules");
     }
   }
-  if (!have_transformer) throw user_error(path, 0, "", "has no sentence_transformers.models.Transformer module");
-  // Its settings: sentence_bert_config.json beside the weights (or at the top, in older folders).
+  if (!have_transformer) throw user_error(path, 0, "", "has no sentence-transformers Transformer module");
+  // Its settings: sentence_bert_config.json beside the weights (or at the top, in older folders). Version 6 writes
+  // neither key there: its max_seq_length is the tokenizer's model_max_length, and do_lower_case a Lowercase step
+  // in tokenizer.json's normalizer.
+  bool length_given = false;
   for (const std::string& where : {out.transformer_path, dir}) {
     if (auto c = read_optional_json(path_in(where, "sentence_bert_config.json"))) {
       const std::string sbert = path_in(where, "sentence_bert_config.json");
-      const bool given = c->contains("max_seq_length") && !(*c)["max_seq_length"].is_null();
-      out.info.max_seq_length = given ? text_length_key(*c, "max_seq_length", sbert, 0) : 0;  // 0: the model's
+      length_given = c->contains("max_seq_length") && !(*c)["max_seq_length"].is_null();
+      if (length_given) out.info.max_seq_length = text_length_key(*c, "max_seq_length", sbert, 0);
       out.info.lowercase = bool_key(*c, "do_lower_case", sbert, false);
       out.lowercase_source = sbert;
       break;
     }
   }
+  // Without one, the libraries take min(model_max_length, positions); the positions' cap is applied with the model.
+  if (!length_given) out.info.max_seq_length = tokenizer_max_length(out.transformer_path, dir);
   if (auto c = read_optional_json(path_in(dir, "config_sentence_transformers.json"))) {
     if (c->contains("prompts") && (*c)["prompts"].is_object())
       for (const auto& item : (*c)["prompts"].items())
@@ -290,6 +341,11 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
   folder.model_dir = dir;
   torch::Tensor head;
   if (fs::exists(path_in(dir, "modules.json"))) {
+    const std::string st_top = path_in(dir, "config_sentence_transformers.json");
+    if (auto c = read_optional_json(st_top); c && string_key(*c, "model_type", "") == "MultiVectorEncoder")
+      throw user_error(st_top, 0, "model_type", "is MultiVectorEncoder, sentence-transformers 6's late-interaction "
+                       "folder, which spread does not read yet",
+                       "spread reads PyLate's ColBERT folders and sentence-transformers' single-vector ones");
     StModules st = read_sentence_modules(dir);
     folder.model_dir = st.transformer_path;
     const std::string st_config = path_in(dir, "config_sentence_transformers.json");
