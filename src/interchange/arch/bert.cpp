@@ -46,6 +46,17 @@ void put_attention(NamedTensors& out, const HfTensors& hf, const std::string& h,
   put_linear(out, hf, h + "attention.output.dense", s + "attn.proj");
 }
 
+void put_post_norm_layers(NamedTensors& out, const HfTensors& hf, const std::string& prefix, int64_t n_layer) {
+  for (int64_t i = 0; i < n_layer; ++i) {
+    const std::string h = fmt::format("{}encoder.layer.{}.", prefix, i), s = fmt::format("blocks.{}.", i);
+    put_attention(out, hf, h, s);
+    put_linear(out, hf, h + "attention.output.LayerNorm", s + "ln1");
+    put_linear(out, hf, h + "intermediate.dense", s + "mlp.fc");
+    put_linear(out, hf, h + "output.dense", s + "mlp.proj");
+    put_linear(out, hf, h + "output.LayerNorm", s + "ln2");
+  }
+}
+
 void write_attention(NamedTensors& out, const NamedTensors& params, const TransformerConfig& cfg,
                      const std::string& s, const std::string& h) {
   const int64_t C = cfg.n_embd;
@@ -93,14 +104,7 @@ NamedTensors read_weights(NamedTensors tensors, const TransformerConfig& cfg, co
   NamedTensors out;
   const std::string p = put_bert_embeddings(out, hf);
   put_linear(out, hf, p + "embeddings.LayerNorm", "emb_norm");
-  for (int64_t i = 0; i < cfg.n_layer; ++i) {
-    const std::string h = fmt::format("{}encoder.layer.{}.", p, i), s = fmt::format("blocks.{}.", i);
-    put_attention(out, hf, h, s);
-    put_linear(out, hf, h + "attention.output.LayerNorm", s + "ln1");
-    put_linear(out, hf, h + "intermediate.dense", s + "mlp.fc");
-    put_linear(out, hf, h + "output.dense", s + "mlp.proj");
-    put_linear(out, hf, h + "output.LayerNorm", s + "ln2");
-  }
+  put_post_norm_layers(out, hf, p, cfg.n_layer);
   if (cfg.mlm_transform) {
     put_linear(out, hf, "cls.predictions.transform.dense", "mlm_dense");
     put_linear(out, hf, "cls.predictions.transform.LayerNorm", "mlm_norm");

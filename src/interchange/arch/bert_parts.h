@@ -19,6 +19,8 @@ std::string put_bert_embeddings(NamedTensors& out, const HfTensors& hf);
 // Layer h's query, key and value as block s's fused projection, whose rows are q | k | v (model/attention.cpp's
 // [B, T, 3, H, D] view), and the output projection.
 void put_attention(NamedTensors& out, const HfTensors& hf, const std::string& h, const std::string& s);
+// The post-LayerNorm layers under `prefix` + "encoder.layer.N." (BERT's names, which RoBERTa shares).
+void put_post_norm_layers(NamedTensors& out, const HfTensors& hf, const std::string& prefix, int64_t n_layer);
 
 // The inverse: block s's fused projection split into layer h's attention.self.{query,key,value} (zero biases for a
 // model without).

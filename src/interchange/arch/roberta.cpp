@@ -50,14 +50,7 @@ NamedTensors read_weights(NamedTensors tensors, const TransformerConfig& cfg, co
   put(out, "wpe.weight", positions.narrow(0, offset, cfg.block_size));
   put(out, "wtt.weight", hf.get(p + "embeddings.token_type_embeddings.weight"));
   put_linear(out, hf, p + "embeddings.LayerNorm", "emb_norm");
-  for (int64_t i = 0; i < cfg.n_layer; ++i) {
-    const std::string h = fmt::format("{}encoder.layer.{}.", p, i), s = fmt::format("blocks.{}.", i);
-    put_attention(out, hf, h, s);
-    put_linear(out, hf, h + "attention.output.LayerNorm", s + "ln1");
-    put_linear(out, hf, h + "intermediate.dense", s + "mlp.fc");
-    put_linear(out, hf, h + "output.dense", s + "mlp.proj");
-    put_linear(out, hf, h + "output.LayerNorm", s + "ln2");
-  }
+  put_post_norm_layers(out, hf, p, cfg.n_layer);
   if (cfg.mlm_transform) {  // lm_head: dense, GELU, layer_norm, the tied decoder and its bias
     put_linear(out, hf, "lm_head.dense", "mlm_dense");
     put_linear(out, hf, "lm_head.layer_norm", "mlm_norm");
