@@ -122,7 +122,7 @@ lines += ["", "Baseline validation loss (mean ± sd over seeds): " +
 
 last = fixed_steps[-1]
 d = [runs[("last01", s)][1][last] - runs[("base", s)][1][last] for s in seeds]
-lines += ["", f"Experiment 1 (issue 28), primary endpoint: step-{last} validation loss, λ = 0.1 last minus λ = 0, "
+lines += ["", f"Experiment 1, primary endpoint: step-{last} validation loss, λ = 0.1 last minus λ = 0, "
           f"paired over seeds {' '.join(seeds)}: " + ", ".join(f"{x:+.4f}" for x in d)]
 if len(d) > 1 and statistics.stdev(d) > 0:
     t = statistics.mean(d) / (statistics.stdev(d) / math.sqrt(len(d)))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 28's Experiment 3, as fixed there before any run: does pooling-aware MaxSim training raise retrieval quality
-# after Ward pooling, once the model is trained on data it cannot memorise?
+# Experiment 3 (docs/experiments/pooling.md), as fixed before any run: does pooling-aware MaxSim training raise
+# retrieval quality after Ward pooling, once the model is trained on data it cannot memorise?
 # Backbone: recipes/mlm_scifact.toml (masked LM on the SciFact abstracts; it never sees a claim). Training pairs: every
 # SciFact title -> its abstract (5,183 pairs as data.source = "pairs"; no claim is used for training).
 # Fine-tuning: recipes/maxsim_scifact.toml unchanged (batch 16, 300 steps: under one epoch), plainly and pooling-aware

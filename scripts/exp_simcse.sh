@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 28's Experiment 2, as fixed there before any run: unsupervised SimCSE from an MLM backbone, and SOCM.
+# Experiment 2 (docs/experiments/simcse.md), as fixed before any run: unsupervised SimCSE from an MLM backbone, and SOCM.
 # Backbone: recipes/mlm_wordnet.toml (600 steps). Arm: recipes/contrastive_wordnet.toml with
 # loss.contrastive.simcse = true (the positive is the anchor under another dropout mask) on the WordNet
 # "lemmas: definition" texts (every synset, as spread's wordnet loader writes them, without the examples), tau 0.05,
