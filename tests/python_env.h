@@ -17,21 +17,26 @@ inline std::string reference_python_path() {
   return std::string(SPREAD_TEST_DATA_DIR) + "/../../.venv/bin/python";
 }
 
-// The python that imports every module in `modules`, or "" with the reason in *why_not.
-inline std::string reference_python(const std::vector<std::string>& modules, std::string* why_not) {
-  const std::string python = reference_python_path();
+// `python` when it exists and imports every module in `modules`, or "" with the reason (and `remake`, the command
+// that makes it) in *why_not.
+inline std::string python_importing(const std::string& python, const std::vector<std::string>& modules,
+                                    const std::string& remake, std::string* why_not) {
   if (!std::filesystem::exists(python)) {
-    *why_not = "no reference Python environment at " + python + " (make it with scripts/python_env.sh)";
+    *why_not = "no Python environment at " + python + " (make it with " + remake + ")";
     return "";
   }
   std::string imports;
   for (const auto& m : modules) imports += (imports.empty() ? "import " : ", ") + m;
-  const std::string cmd = "'" + python + "' -c '" + imports + "' > /dev/null 2>&1";
-  if (std::system(cmd.c_str()) != 0) {
-    *why_not = python + " cannot `" + imports + "` (remake it with scripts/python_env.sh)";
+  if (std::system(("'" + python + "' -c '" + imports + "' > /dev/null 2>&1").c_str()) != 0) {
+    *why_not = python + " cannot `" + imports + "` (remake it with " + remake + ")";
     return "";
   }
   return python;
+}
+
+// The python of the reference environment that imports every module in `modules`, or "" with the reason.
+inline std::string reference_python(const std::vector<std::string>& modules, std::string* why_not) {
+  return python_importing(reference_python_path(), modules, "scripts/python_env.sh", why_not);
 }
 
 // The second environment, of the newest peers (scripts/python_env.sh --peers: sentence-transformers 6): the python
@@ -39,17 +44,7 @@ inline std::string reference_python(const std::vector<std::string>& modules, std
 inline std::string peers_python(const std::vector<std::string>& modules, std::string* why_not) {
   const char* p = std::getenv("SPREAD_PEERS_PYTHON");
   const std::string python = p ? p : std::string(SPREAD_TEST_DATA_DIR) + "/../../.venv-peers/bin/python";
-  if (!std::filesystem::exists(python)) {
-    *why_not = "no peers environment at " + python + " (make it with scripts/python_env.sh --peers)";
-    return "";
-  }
-  std::string imports;
-  for (const auto& m : modules) imports += (imports.empty() ? "import " : ", ") + m;
-  if (std::system(("'" + python + "' -c '" + imports + "' > /dev/null 2>&1").c_str()) != 0) {
-    *why_not = python + " cannot `" + imports + "` (remake it with scripts/python_env.sh --peers)";
-    return "";
-  }
-  return python;
+  return python_importing(python, modules, "scripts/python_env.sh --peers", why_not);
 }
 
 }  // namespace spread::testing

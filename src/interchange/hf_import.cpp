@@ -267,7 +267,8 @@ int64_t tokenizer_max_length(const std::string& transformer_dir, const std::stri
   return 0;
 }
 
-StModules read_sentence_modules(const std::string& dir) {
+// `st_config`: config_sentence_transformers.json, read once by the caller (nullopt when the folder has none).
+StModules read_sentence_modules(const std::string& dir, const std::optional<json>& st_config) {
   const std::string path = path_in(dir, "modules.json");
   auto text = read_regular_file(path, kMaxJsonFileBytes);
   if (!text) throw user_error(path, 0, "", "cannot read the file");
@@ -323,7 +324,7 @@ StModules read_sentence_modules(const std::string& dir) {
   }
   // Without one, the libraries take min(model_max_length, positions); the positions' cap is applied with the model.
   if (!length_given) out.info.max_seq_length = tokenizer_max_length(out.transformer_path, dir);
-  if (auto c = read_optional_json(path_in(dir, "config_sentence_transformers.json"))) {
+  if (const auto& c = st_config) {
     if (c->contains("prompts") && (*c)["prompts"].is_object())
       for (const auto& item : (*c)["prompts"].items())
         if (item.value().is_string()) out.info.prompts[item.key()] = item.value().get<std::string>();
@@ -341,16 +342,16 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
   folder.model_dir = dir;
   torch::Tensor head;
   if (fs::exists(path_in(dir, "modules.json"))) {
-    const std::string st_top = path_in(dir, "config_sentence_transformers.json");
-    if (auto c = read_optional_json(st_top); c && string_key(*c, "model_type", "") == "MultiVectorEncoder")
-      throw user_error(st_top, 0, "model_type", "is MultiVectorEncoder, sentence-transformers 6's late-interaction "
+    const std::string st_config = path_in(dir, "config_sentence_transformers.json");
+    const std::optional<json> c = read_optional_json(st_config);
+    const std::string model_type = c ? string_key(*c, "model_type", "") : "";
+    if (model_type == "MultiVectorEncoder")
+      throw user_error(st_config, 0, "model_type", "is MultiVectorEncoder, sentence-transformers 6's late-interaction "
                        "folder, which spread does not read yet",
                        "spread reads PyLate's ColBERT folders and sentence-transformers' single-vector ones");
-    StModules st = read_sentence_modules(dir);
+    StModules st = read_sentence_modules(dir, c);
     folder.model_dir = st.transformer_path;
-    const std::string st_config = path_in(dir, "config_sentence_transformers.json");
-    auto c = read_optional_json(st_config);
-    if (c && string_key(*c, "model_type", "") == "ColBERT") {
+    if (model_type == "ColBERT") {
       if (!st.head.defined() || st.pooled)
         throw user_error(path_in(dir, "modules.json"), 0, "", "a ColBERT folder needs Dense modules and no Pooling");
       // PyLate inserts its prefixes into the tokenized text; lower-casing the text around them is not modelled.

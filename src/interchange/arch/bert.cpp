@@ -57,15 +57,14 @@ void put_post_norm_layers(NamedTensors& out, const HfTensors& hf, const std::str
   }
 }
 
-void write_attention(NamedTensors& out, const NamedTensors& params, const TransformerConfig& cfg,
-                     const std::string& s, const std::string& h) {
+void write_split_qkv(NamedTensors& out, const NamedTensors& params, const TransformerConfig& cfg,
+                     const std::string& s, const std::string& h, const std::array<const char*, 3>& names) {
   const int64_t C = cfg.n_embd;
   const torch::Tensor w = param(params, s + "attn.qkv.weight");
   const torch::Tensor b = bias_or_zeros(params, s + "attn.qkv.bias", 3 * C);
-  const char* parts[] = {"query", "key", "value"};
   for (int64_t p = 0; p < 3; ++p) {
-    out[h + "attention.self." + parts[p] + ".weight"] = w.narrow(0, p * C, C).contiguous();
-    out[h + "attention.self." + parts[p] + ".bias"] = b.narrow(0, p * C, C).contiguous();
+    out[h + names[size_t(p)] + ".weight"] = w.narrow(0, p * C, C).contiguous();
+    out[h + names[size_t(p)] + ".bias"] = b.narrow(0, p * C, C).contiguous();
   }
 }
 
@@ -136,7 +135,7 @@ NamedTensors write_weights(const NamedTensors& params, const TransformerConfig& 
   linear("emb_norm", "embeddings.LayerNorm");
   for (int64_t i = 0; i < cfg.n_layer; ++i) {
     const std::string s = fmt::format("blocks.{}.", i), h = fmt::format("encoder.layer.{}.", i);
-    write_attention(out, params, cfg, s, h);
+    write_split_qkv(out, params, cfg, s, h, kBertQkv);
     linear(s + "attn.proj", h + "attention.output.dense");
     linear(s + "ln1", h + "attention.output.LayerNorm");
     linear(s + "mlp.fc", h + "intermediate.dense");

@@ -1,6 +1,7 @@
 #pragma once
 // What BERT and MegatronBert share (arch/bert.cpp defines these): the config keys, the embeddings, the attention's
 // separate query, key and value against spread's fused projection, and the config.json written.
+#include <array>
 #include <string>
 #include <nlohmann/json.hpp>
 
@@ -22,10 +23,13 @@ void put_attention(NamedTensors& out, const HfTensors& hf, const std::string& h,
 // The post-LayerNorm layers under `prefix` + "encoder.layer.N." (BERT's names, which RoBERTa shares).
 void put_post_norm_layers(NamedTensors& out, const HfTensors& hf, const std::string& prefix, int64_t n_layer);
 
-// The inverse: block s's fused projection split into layer h's attention.self.{query,key,value} (zero biases for a
-// model without).
-void write_attention(NamedTensors& out, const NamedTensors& params, const TransformerConfig& cfg,
-                     const std::string& s, const std::string& h);
+// The inverse: block s's fused projection split into the three projections named `names` (q, k, v: BERT's
+// "attention.self.query" ..., DistilBERT's "attention.q_lin" ...) under layer prefix h; zero biases for a model
+// without.
+inline constexpr std::array<const char*, 3> kBertQkv = {"attention.self.query", "attention.self.key",
+                                                       "attention.self.value"};
+void write_split_qkv(NamedTensors& out, const NamedTensors& params, const TransformerConfig& cfg,
+                     const std::string& s, const std::string& h, const std::array<const char*, 3>& names);
 // config.json of BertModel or MegatronBertModel; pad_id < 0 is written as 0 (the config needs an id; padding is
 // masked anyway).
 nlohmann::json bert_family_json(const TransformerConfig& cfg, int32_t pad_id, const std::string& class_name,

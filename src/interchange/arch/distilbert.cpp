@@ -7,6 +7,7 @@
 // wrap a DistilBertModel.
 #include <fmt/format.h>
 
+#include "bert_parts.h"
 #include "config_keys.h"
 #include "registry.h"
 #include "tensor_maps.h"
@@ -91,7 +92,6 @@ json write_config(const TransformerConfig& cfg, const ConfigTokenIds& ids) {
 }
 
 NamedTensors write_weights(const NamedTensors& params, const TransformerConfig& cfg) {
-  const int64_t C = cfg.n_embd;
   NamedTensors out;
   auto linear = [&](const std::string& from, const std::string& to) {
     out[to + ".weight"] = param(params, from + ".weight");
@@ -102,12 +102,7 @@ NamedTensors write_weights(const NamedTensors& params, const TransformerConfig& 
   linear("emb_norm", "embeddings.LayerNorm");
   for (int64_t i = 0; i < cfg.n_layer; ++i) {
     const std::string s = fmt::format("blocks.{}.", i), h = fmt::format("transformer.layer.{}.", i);
-    const char* parts[] = {"q_lin", "k_lin", "v_lin"};
-    for (const std::string kind : {"weight", "bias"}) {
-      const torch::Tensor& t = param(params, s + "attn.qkv." + kind);
-      for (int64_t p = 0; p < 3; ++p)
-        out[h + "attention." + parts[p] + "." + kind] = t.narrow(0, p * C, C).contiguous();
-    }
+    write_split_qkv(out, params, cfg, s, h, {"attention.q_lin", "attention.k_lin", "attention.v_lin"});
     linear(s + "attn.proj", h + "attention.out_lin");
     linear(s + "ln1", h + "sa_layer_norm");
     linear(s + "mlp.fc", h + "ffn.lin1");

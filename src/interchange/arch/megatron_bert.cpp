@@ -56,7 +56,7 @@ NamedTensors write_weights(const NamedTensors& params, const TransformerConfig& 
     };
     out[h + "attention.ln.weight"] = param(params, s + "ln1.weight");
     out[h + "attention.ln.bias"] = param(params, s + "ln1.bias");
-    write_attention(out, params, cfg, s, h);
+    write_split_qkv(out, params, cfg, s, h, kBertQkv);
     linear("attn.proj", "attention.output.dense", C);
     out[h + "ln.weight"] = param(params, s + "ln2.weight");
     out[h + "ln.bias"] = param(params, s + "ln2.bias");
