@@ -346,7 +346,7 @@ namespace {
 // A small MLP, the same initial weights on every rank; its parameters in an optimizer's flat groups.
 struct TinyNet {
   torch::nn::Sequential net;
-  spread::FlatAdamW optimizer;
+  spread::FlatOptimizer optimizer;
   TinyNet() {
     torch::manual_seed(5);
     net = torch::nn::Sequential(torch::nn::Linear(4, 8), torch::nn::Tanh(), torch::nn::Linear(8, 8),

@@ -383,12 +383,12 @@ TEST(Transformer, AModelMadeForLoadingSkipsTheRandomInitialisation) {
   EXPECT_FALSE(torch::equal(torch::rand({4}), untouched)) << "the random model drew none: the check above proves nothing";
 }
 
-TEST(FlatAdamW, MatchesLibTorchAdamWWithClipping) {
+TEST(FlatOptimizer, MatchesLibTorchAdamWWithClipping) {
   torch::manual_seed(2);
   auto a = torch::randn({5, 3}), b = torch::randn({7});
   auto ra = a.clone().requires_grad_(true), rb = b.clone().requires_grad_(true);  // reference copies
   auto fa = a.clone().requires_grad_(true), fb = b.clone().requires_grad_(true);
-  spread::FlatAdamW flat;
+  spread::FlatOptimizer flat;
   flat.add_group("decay", {fa}, {1e-2, 0.9, 0.95, 1e-8, 0.1});
   flat.add_group("no_decay", {fb}, {1e-2, 0.9, 0.95, 1e-8, 0.0});
   torch::optim::AdamW ref({torch::optim::OptimizerParamGroup({ra}, std::make_unique<torch::optim::AdamWOptions>(

@@ -749,7 +749,7 @@ TEST(PackedLinear, AWeightWrittenThroughItsPointerIsPackedAgainInTheNextScope) {
   product_in_a_scope();
   const auto version = w._version();
   float* data = w.data_ptr<float>();
-  for (int64_t i = 0; i < w.numel(); ++i) data[i] = -2 * data[i];  // as FlatAdamW writes: no version change
+  for (int64_t i = 0; i < w.numel(); ++i) data[i] = -2 * data[i];  // as FlatOptimizer writes: no version change
   ASSERT_EQ(w._version(), version);
   EXPECT_TRUE(torch::allclose(product_in_a_scope(), torch::addmm(b, x, w.t()), 1e-4, 1e-4));
 }

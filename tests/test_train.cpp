@@ -86,6 +86,37 @@ TEST(Resume, LossesAfterResumingAreBitwiseThoseOfAnUninterruptedRun) {
   fs::remove_all(dir);
 }
 
+// Muon's momentum buffers and the wsd schedule's position travel through the checkpoint too.
+TEST(Resume, MuonWithWsdResumesBitwise) {
+  auto dir = temp_dir("resume_muon");
+  const std::vector<std::string> muon = {"train.optimizer=muon", "train.schedule=wsd", "train.decay_fraction=0.5"};
+  ASSERT_EQ(spread::train(tiny_recipe(dir, "straight", 12, muon), spread::TrainStart::Fresh), 0);
+  ASSERT_EQ(spread::train(tiny_recipe(dir, "broken", 12, muon), spread::TrainStart::Fresh), 0);
+  ASSERT_EQ(spread::train(tiny_recipe(dir, "adamw", 12), spread::TrainStart::Fresh), 0);
+  for (const auto& path : spread::list_checkpoints((dir / "broken").string()))
+    if (path.find("step_00000005") == std::string::npos) fs::remove(path);
+  ASSERT_EQ(spread::train(spread::recipe_of_run((dir / "broken").string()), spread::TrainStart::Resume), 0);
+  auto a = losses(dir / "straight"), b = losses(dir / "broken"), adamw = losses(dir / "adamw");
+  ASSERT_EQ(a.size(), 12u);
+  ASSERT_EQ(b.size(), 12u);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "step " << i + 1;
+  EXPECT_NE(a[5], adamw[5]) << "Muon trained exactly as AdamW did";
+  const auto ckpt = spread::read_checkpoint(spread::list_checkpoints((dir / "straight").string()).back());
+  EXPECT_TRUE(ckpt.tensors.count("optim.muon.exp_avg"));
+  EXPECT_FALSE(ckpt.tensors.count("optim.muon.exp_avg_sq"));
+  EXPECT_EQ(ckpt.meta.at("optim").at("muon").at("rule"), "muon");
+  // An AdamW checkpoint resumed under Muon is refused, naming the key.
+  auto wrong = spread::recipe_of_run((dir / "adamw").string());
+  wrong.train.optimizer = "muon";
+  try {
+    spread::train(wrong, spread::TrainStart::Resume);
+    ADD_FAILURE() << "resumed an AdamW run with Muon";
+  } catch (const spread::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("train.optimizer"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
 TEST(Resume, FreshRunRefusesToOverwriteCheckpoints) {
   auto dir = temp_dir("refuse");
   ASSERT_EQ(spread::train(tiny_recipe(dir, "r", 5), spread::TrainStart::Fresh), 0);

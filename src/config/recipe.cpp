@@ -296,6 +296,16 @@ const std::vector<Field>& schema() {
       float_field("train.lr", REF(train.lr), 0.0, 10.0),
       float_field("train.min_lr", REF(train.min_lr), 0.0, 10.0),
       int_field("train.warmup_steps", REF(train.warmup_steps), 0, kBig),
+      string_field("train.schedule", REF(train.schedule), {"cosine", "linear", "wsd"}),
+      float_field("train.decay_fraction", REF(train.decay_fraction), 0.0, 1.0),
+      string_field("train.decay_shape", REF(train.decay_shape), {"linear", "cosine", "sqrt"}),
+      string_field("train.optimizer", REF(train.optimizer), {"adamw", "muon"}),
+      float_field("train.muon_lr", REF(train.muon_lr), 0.0, 10.0),
+      float_field("train.muon_momentum", REF(train.muon_momentum), 0.0, 0.999999),
+      bool_field("train.muon_nesterov", REF(train.muon_nesterov)),
+      int_field("train.muon_ns_steps", REF(train.muon_ns_steps), 1, 99),
+      string_field("train.muon_ns_precision", REF(train.muon_ns_precision), {"bf16", "fp32"}),
+      string_field("train.muon_adjust_lr", REF(train.muon_adjust_lr), {"original", "match_rms_adamw"}),
       float_field("train.weight_decay", REF(train.weight_decay), 0.0, 10.0),
       float_field("train.beta1", REF(train.beta1), 0.0, 0.999999),
       float_field("train.beta2", REF(train.beta2), 0.0, 0.999999),
@@ -417,8 +427,18 @@ const std::map<std::string, std::string>& key_meanings() {
       {"train.grad_accum", "micro-steps per optimizer step"},
       {"train.max_steps", "optimizer steps of the run"},
       {"train.lr", "peak learning rate, reached after warmup_steps"},
-      {"train.min_lr", "the learning rate the cosine decay ends at"},
+      {"train.min_lr", "the learning rate the decay ends at"},
       {"train.warmup_steps", "linear warmup from 0 to lr"},
+      {"train.schedule", "after warmup: cosine or linear decay to min_lr, or wsd (stable at lr, then decay_shape to min_lr over the last decay_fraction of the steps)"},
+      {"train.decay_fraction", "wsd: the final share of max_steps that decays"},
+      {"train.decay_shape", "wsd: the decay's shape, linear, cosine or sqrt (1 - sqrt of the decay's progress)"},
+      {"train.optimizer", "adamw, or muon: Muon on the blocks' matrices at muon_lr, AdamW at lr on embeddings, heads, norms and biases"},
+      {"train.muon_lr", "Muon's peak learning rate (scaled by the schedule as lr is)"},
+      {"train.muon_momentum", "Muon's momentum"},
+      {"train.muon_nesterov", "Muon's Nesterov momentum"},
+      {"train.muon_ns_steps", "Newton-Schulz iterations of Muon's orthogonalisation"},
+      {"train.muon_ns_precision", "bf16 (as torch.optim.Muon) or fp32 Newton-Schulz products"},
+      {"train.muon_adjust_lr", "Muon's per-matrix rate: original, lr sqrt(max(1, rows / cols)), or match_rms_adamw, lr 0.2 sqrt(max(rows, cols))"},
       {"train.weight_decay", "AdamW's decoupled weight decay, on parameters of two or more dimensions (not norms or biases)"},
       {"train.beta1", "AdamW's first-moment decay"},
       {"train.beta2", "AdamW's second-moment decay"},
@@ -706,6 +726,21 @@ void validate_blocks(const Recipe& r) {
          "set model.norm_position = \"pre\", or leave first_block_norm out");
 }
 
+void validate_schedule(const Recipe& r) {
+  const Origin at{r.source, 0};
+  const TrainConfig& t = r.train;
+  if (t.schedule == "wsd" && t.decay_fraction <= 0)
+    fail(at, "train.decay_fraction", "wsd needs a decay, but decay_fraction is 0",
+         "set train.decay_fraction to the share of the steps that decays (0.2 is common)");
+  const int64_t decay_steps = int64_t(std::llround(t.decay_fraction * double(t.max_steps)));
+  if (t.schedule == "wsd" && t.warmup_steps > t.max_steps - decay_steps)
+    fail(at, "train.warmup_steps",
+         fmt::format("{} warmup steps run into the decay, which starts at step {} (train.max_steps = {}, "
+                     "train.decay_fraction = {})", t.warmup_steps, t.max_steps - decay_steps, t.max_steps,
+                     t.decay_fraction),
+         "lower train.warmup_steps or train.decay_fraction");
+}
+
 // Checks that involve several keys. Each names the key to change.
 void validate(const Recipe& r) {
   const Origin at{r.source, 0};
@@ -722,6 +757,7 @@ void validate(const Recipe& r) {
   validate_blocks(r);
   if (r.train.min_lr > r.train.lr)
     fail(at, "train.min_lr", fmt::format("{} is larger than train.lr = {}", r.train.min_lr, r.train.lr));
+  validate_schedule(r);
   if (r.data.source == "text" && r.data.path.empty())
     fail(at, "data.path", "data.source = \"text\" needs at least one file", "set data.path = \"corpus.txt\"");
   if (!r.train.keep_best.empty() &&

@@ -47,6 +47,7 @@ const char* const kSections[] = {"Training", "Evaluation", "Geometry", "Geometry
 const MetricInfo kCatalogue[] = {
     {"loss", "Training", "Loss: training LM (solid), validation (dashed)", "loss (nats / token)", Scaling::PreferLog},
     {"lr", "Training", "Learning rate", "learning rate", Scaling::Linear},
+    {"muon_lr", "Training", "Muon's learning rate (the blocks' matrices)", "learning rate", Scaling::Linear},
     {"tokens_per_s", "Training", "Throughput", "tokens / s", Scaling::Linear},
     {"pairs_per_s", "Training", "Throughput", "pairs / s", Scaling::Linear},
     {"texts_per_s", "Training", "Throughput", "texts / s", Scaling::Linear},

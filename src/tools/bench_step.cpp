@@ -4,9 +4,10 @@
 // Prints the median step time of each and the cost of B over A (median of the per-pair ratios), then one JSON line.
 //   bench_step RECIPE [--set k=v ...] --with loss.dispersion.enabled=true [--pairs 16] [--warmup 2]
 // --with may only change the objective (the model, data and batch must stay the same), so that B - A is its cost,
-// or train.precision: then A and B are two models of the same initial weights, each with its own optimizer, and
-// the line says what ran in bf16.
+// or train.precision or the optimizer (train.optimizer, train.muon_*): then A and B are two models of the same
+// initial weights, each with its own optimizer, and the line says what ran in bf16.
 //   bench_step RECIPE --with train.precision=bf16     (bf16 mixed precision against float32)
+//   bench_step RECIPE --with train.optimizer=muon     (Muon's step against AdamW's)
 #include <fmt/format.h>
 #include <torch/torch.h>
 #include <unistd.h>
@@ -29,14 +30,34 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The keys that choose the optimizer and Muon's options.
+void copy_optimizer_keys(const spread::TrainConfig& from, spread::TrainConfig& to) {
+  to.optimizer = from.optimizer;
+  to.muon_lr = from.muon_lr;
+  to.muon_momentum = from.muon_momentum;
+  to.muon_nesterov = from.muon_nesterov;
+  to.muon_ns_steps = from.muon_ns_steps;
+  to.muon_ns_precision = from.muon_ns_precision;
+  to.muon_adjust_lr = from.muon_adjust_lr;
+}
+
 // B - A is the objective's cost only if nothing but [loss.*] differs (the model, data and optimizer are A's), or
-// the precision the same model computes in.
+// the precision the same model computes in, or the optimizer.
 void require_same_apart_from_loss(const spread::Recipe& a, spread::Recipe b) {
   b.loss = a.loss;
   b.train.precision = a.train.precision;
+  copy_optimizer_keys(a.train, b.train);
   if (spread::recipe_to_toml(a) != spread::recipe_to_toml(b))
-    throw spread::UserError("bench_step: --with may change only [loss.*] keys (the objective) and train.precision, "
-                            "not the model, data, run or training settings");
+    throw spread::UserError("bench_step: --with may change only [loss.*] keys (the objective), train.precision and "
+                            "the optimizer's keys (train.optimizer, train.muon_*), not the model, data, run or "
+                            "other training settings");
+}
+
+// Whether B's optimizer differs from A's.
+bool other_optimizer(const spread::Recipe& a, const spread::Recipe& b) {
+  spread::Recipe same = b;
+  copy_optimizer_keys(a.train, same.train);
+  return spread::recipe_to_toml(same) != spread::recipe_to_toml(b);
 }
 
 // Steps at the recipe's peak learning rate: the schedule does not change what a step costs.
@@ -45,7 +66,7 @@ struct Timer {
   int64_t step = 0;
   double seconds() {
     auto t0 = std::chrono::steady_clock::now();
-    spread::optimizer_step(in, step++, in.train.lr);
+    spread::optimizer_step(in, step++, 1.0);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 };
@@ -112,16 +133,16 @@ int run(int argc, char** argv) {
     return m;
   };
   // One model and one optimizer when only the objective changes: both objectives train the same weights, as in a
-  // run that switched terms on. Two (of the same initial weights) when the precision does.
+  // run that switched terms on. Two (of the same initial weights) when the precision or the optimizer does.
   spread::Transformer model = make_model(precision_a.matmul_dtype());
-  const bool two_models = precision_a.used != precision_b.used;
+  const bool two_models = precision_a.used != precision_b.used || other_optimizer(ra, args.b);
   spread::Transformer model_b = two_models ? make_model(precision_b.matmul_dtype()) : model;
-  spread::FlatAdamW optimizer, optimizer_b_own;
-  spread::add_adamw_groups(optimizer, model, ra.train);
-  if (two_models) spread::add_adamw_groups(optimizer_b_own, model_b, ra.train);
-  spread::FlatAdamW& optimizer_b = two_models ? optimizer_b_own : optimizer;
+  spread::FlatOptimizer optimizer, optimizer_b_own;
+  spread::add_optimizer_groups(optimizer, model, ra.train);
+  if (two_models) spread::add_optimizer_groups(optimizer_b_own, model_b, args.b.train);
+  spread::FlatOptimizer& optimizer_b = two_models ? optimizer_b_own : optimizer;
   Timer a{{model, optimizer, *task_a, ra.train}};
-  Timer b{{model_b, optimizer_b, *task_b, ra.train}};
+  Timer b{{model_b, optimizer_b, *task_b, args.b.train}};
   for (int64_t i = 0; i < args.warmup; ++i) a.seconds(), b.seconds();
   const auto t = spread::bench::alternate_pairs(
       args.pairs, [&] { return a.seconds(); }, [&] { return b.seconds(); },

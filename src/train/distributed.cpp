@@ -353,7 +353,7 @@ std::unique_ptr<ProcessGroup> ProcessGroup::connect(const DistributedEnv& env, c
   return std::make_unique<C10dGroup>(std::move(group), env.rank, env.world, device);
 }
 
-void ProcessGroup::average_gradients(FlatAdamW& optimizer, int64_t bucket_bytes) {
+void ProcessGroup::average_gradients(FlatOptimizer& optimizer, int64_t bucket_bytes) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> buckets;
   for (auto& g : optimizer.groups()) {
@@ -388,7 +388,7 @@ class AfterAccumulation : public torch::autograd::FunctionPostHook {
   std::function<void()> fn_;
 };
 
-FlatPlace flat_place(const FlatAdamW& optimizer, const torch::Tensor& param) {
+FlatPlace flat_place(const FlatOptimizer& optimizer, const torch::Tensor& param) {
   for (size_t g = 0; g < optimizer.groups().size(); ++g) {
     int64_t offset = 0;
     for (const auto& p : optimizer.groups()[g].params) {
@@ -401,7 +401,7 @@ FlatPlace flat_place(const FlatAdamW& optimizer, const torch::Tensor& param) {
 
 }  // namespace
 
-GradientSync::GradientSync(ProcessGroup& group, FlatAdamW& optimizer, const std::vector<torch::Tensor>& params,
+GradientSync::GradientSync(ProcessGroup& group, FlatOptimizer& optimizer, const std::vector<torch::Tensor>& params,
                            int64_t bucket_bytes)
     : group_(group), optimizer_(optimizer), bucket_of_(params.size()), arrived_(params.size(), 0) {
   // Walking the parameters backwards visits each group's in decreasing offsets without a gap (a group keeps the

@@ -4,7 +4,10 @@
 
 #include "spread/runtime/vectorize.h"
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace spread {
 namespace {
@@ -52,20 +55,65 @@ void adamw_tensor_ops(ParamGroup& g, double grad_scale) {
   g.data.addcdiv_(g.exp_avg, denom, -o.lr / (1.0 - std::pow(o.beta1, double(g.step))));
 }
 
-}  // namespace
+// torch.optim.Muon's quintic Newton-Schulz coefficients.
+constexpr double kNsA = 3.4445, kNsB = -4.7750, kNsC = 2.0315;
 
-void FlatAdamW::add_group(const std::string& name, std::vector<torch::Tensor> params, const AdamWOptions& options) {
+torch::Tensor round_to_bf16(const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kFloat); }
+
+// An approximately orthogonal matrix with U's singular vectors (docs at the top of optimizer.h): the iteration works
+// on the wide orientation, so that the Gram matrix is the smaller of the two.
+// In bf16 mode every product is rounded to bfloat16, as torch.optim.Muon's bfloat16 tensors are. On the CPU the
+// values stay float32 tensors holding bfloat16 numbers, multiplied by the BLAS's float32 GEMM and rounded once per
+// product: what a bfloat16 GEMM that accumulates in float32 computes, and faster than LibTorch 1.13's bfloat16
+// kernels on CPUs without them, whose own accumulation is also coarser (errors of 1e-3 where torch's are 2e-4).
+torch::Tensor newton_schulz(const torch::Tensor& u, const MuonOptions& o) {
+  const bool emulate = o.ns_bf16 && u.is_cpu();
+  const auto round = [&](const torch::Tensor& t) { return emulate ? round_to_bf16(t) : t; };
+  torch::Tensor x = emulate ? round_to_bf16(u) : u.to(o.ns_bf16 ? torch::kBFloat16 : torch::kFloat, false, true);
+  const bool tall = u.size(0) > u.size(1);
+  if (tall) x = x.t();
+  x = round(x / round(x.norm().clamp_min(o.eps)));
+  for (int64_t i = 0; i < o.ns_steps; ++i) {
+    const torch::Tensor gram = round(torch::mm(x, x.t()));
+    const torch::Tensor poly = round(torch::addmm(gram, gram, gram, /*beta=*/kNsB, /*alpha=*/kNsC));
+    x = round(torch::addmm(x, poly, x, /*beta=*/kNsA));
+  }
+  return tall ? x.t() : x;
+}
+
+double muon_lr(double lr, const MuonOptions& o, int64_t rows, int64_t cols) {
+  if (o.match_rms_adamw) return lr * 0.2 * std::sqrt(double(std::max(rows, cols)));
+  return lr * std::sqrt(std::max(1.0, double(rows) / double(cols)));
+}
+
+void muon_step(ParamGroup& g, double grad_scale) {
+  const auto& o = g.options;
+  const auto& mu = g.muon;
+  const torch::Tensor grad = grad_scale == 1.0 ? g.grad : g.grad * grad_scale;
+  g.exp_avg.lerp_(grad, 1.0 - mu.momentum);
+  const torch::Tensor update = mu.nesterov ? grad.lerp(g.exp_avg, mu.momentum) : g.exp_avg;
+  g.data.mul_(1.0 - o.lr * o.weight_decay);
+  int64_t offset = 0;
+  for (const auto& p : g.params) {
+    const int64_t n = p.numel();
+    const torch::Tensor ortho = newton_schulz(update.narrow(0, offset, n).view(p.sizes()), mu);
+    g.data.narrow(0, offset, n).view(p.sizes()).add_(ortho, -muon_lr(o.lr, mu, p.size(0), p.size(1)));
+    offset += n;
+  }
+}
+
+ParamGroup flat_group(const std::string& name, std::vector<torch::Tensor> params, const AdamWOptions& options) {
   torch::NoGradGuard no_grad;
   ParamGroup g;
   g.name = name;
   g.options = options;
+  g.peak_lr = options.lr;
   int64_t total = 0;
   for (const auto& p : params) total += p.numel();
   auto opts = params.empty() ? torch::TensorOptions(torch::kFloat) : params.front().options();
   g.data = torch::empty({total}, opts);
   g.grad = torch::zeros({total}, opts);
   g.exp_avg = torch::zeros({total}, opts);
-  g.exp_avg_sq = torch::zeros({total}, opts);
   int64_t offset = 0;
   for (auto& p : params) {
     auto n = p.numel();
@@ -77,14 +125,35 @@ void FlatAdamW::add_group(const std::string& name, std::vector<torch::Tensor> pa
     offset += n;
   }
   g.params = std::move(params);
+  return g;
+}
+
+}  // namespace
+
+void FlatOptimizer::add_group(const std::string& name, std::vector<torch::Tensor> params, const AdamWOptions& options) {
+  ParamGroup g = flat_group(name, std::move(params), options);
+  g.exp_avg_sq = torch::zeros_like(g.exp_avg);
   groups_.push_back(std::move(g));
 }
 
-void FlatAdamW::zero_grad() {
+void FlatOptimizer::add_muon_group(const std::string& name, std::vector<torch::Tensor> params,
+                                   const AdamWOptions& options, const MuonOptions& muon) {
+  for (const auto& p : params)
+    if (p.dim() != 2)
+      throw std::invalid_argument("Muon updates matrices only; group '" + name + "' has a tensor of " +
+                                  std::to_string(p.dim()) + " dimensions");
+  ParamGroup g = flat_group(name, std::move(params), options);
+  g.rule = UpdateRule::muon;
+  g.muon = muon;
+  g.exp_avg_sq = torch::zeros({0}, g.exp_avg.options());
+  groups_.push_back(std::move(g));
+}
+
+void FlatOptimizer::zero_grad() {
   for (auto& g : groups_) g.grad.zero_();
 }
 
-double FlatAdamW::grad_norm() const {
+double FlatOptimizer::grad_norm() const {
   double sq = 0;
   for (const auto& g : groups_) {
     if (g.grad.numel() == 0) continue;
@@ -94,18 +163,23 @@ double FlatAdamW::grad_norm() const {
   return std::sqrt(sq);
 }
 
-void FlatAdamW::step(double grad_scale) {
+void FlatOptimizer::step(double grad_scale) {
   torch::NoGradGuard no_grad;
   for (auto& g : groups_) {
     if (g.data.numel() == 0) continue;
     ++g.step;
-    if (g.data.is_cpu() && g.data.scalar_type() == torch::kFloat) fused_adamw_cpu(g, grad_scale);
+    if (g.rule == UpdateRule::muon) muon_step(g, grad_scale);
+    else if (g.data.is_cpu() && g.data.scalar_type() == torch::kFloat) fused_adamw_cpu(g, grad_scale);
     else adamw_tensor_ops(g, grad_scale);
   }
 }
 
-void FlatAdamW::set_lr(double lr) {
+void FlatOptimizer::set_lr(double lr) {
   for (auto& g : groups_) g.options.lr = lr;
+}
+
+void FlatOptimizer::set_lr_scale(double scale) {
+  for (auto& g : groups_) g.options.lr = g.peak_lr * scale;
 }
 
 void split_decay_groups(const std::vector<NamedParam>& params, std::vector<torch::Tensor>& decay,

@@ -5,20 +5,45 @@
 
 namespace spread {
 
-void add_adamw_groups(FlatAdamW& optimizer, Transformer& model, const TrainConfig& train) {
+namespace {
+
+// Muon's matrices: the blocks' 2-D weights (attention q|k|v and output, the MLP's), not the embeddings or the
+// heads, which see one token's row at a time and keep AdamW (Keller Jordan's and nanochat's split).
+bool hidden_matrix(const NamedParam& p) { return p.tensor.dim() == 2 && p.name.rfind("blocks.", 0) == 0; }
+
+MuonOptions muon_options(const TrainConfig& t) {
+  MuonOptions o;
+  o.momentum = t.muon_momentum;
+  o.nesterov = t.muon_nesterov;
+  o.ns_steps = t.muon_ns_steps;
+  o.ns_bf16 = t.muon_ns_precision == "bf16";
+  o.match_rms_adamw = t.muon_adjust_lr == "match_rms_adamw";
+  return o;
+}
+
+}  // namespace
+
+void add_optimizer_groups(FlatOptimizer& optimizer, Transformer& model, const TrainConfig& train) {
   std::vector<NamedParam> named;
-  for (auto& item : model->named_parameters()) named.push_back({item.key(), item.value()});
+  std::vector<torch::Tensor> matrices;
+  for (auto& item : model->named_parameters()) {
+    NamedParam p{item.key(), item.value()};
+    if (train.optimizer == "muon" && hidden_matrix(p)) matrices.push_back(p.tensor);
+    else named.push_back(p);
+  }
   std::vector<torch::Tensor> decay, no_decay;
   split_decay_groups(named, decay, no_decay);
   AdamWOptions o{train.lr, train.beta1, train.beta2, train.eps, train.weight_decay};
+  if (train.optimizer == "muon")
+    optimizer.add_muon_group("muon", matrices, {train.muon_lr, 0, 0, 0, train.weight_decay}, muon_options(train));
   optimizer.add_group("decay", decay, o);
   o.weight_decay = 0.0;
   optimizer.add_group("no_decay", no_decay, o);
 }
 
-StepResult optimizer_step(const StepInputs& in, int64_t step, double lr) {
+StepResult optimizer_step(const StepInputs& in, int64_t step, double lr_scale) {
   const TrainConfig& t = in.train;
-  in.optimizer.set_lr(lr);
+  in.optimizer.set_lr_scale(lr_scale);
   in.optimizer.zero_grad();
   StepResult r;
   for (int64_t micro = 0; micro < t.grad_accum; ++micro) {

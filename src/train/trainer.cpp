@@ -73,7 +73,7 @@ struct Run {
   torch::Device device{torch::kCPU};
   std::unique_ptr<TrainingTask> task;
   Transformer model{nullptr};
-  FlatAdamW optimizer;
+  FlatOptimizer optimizer;
   LrSchedule schedule;
   int64_t step = 0;  // optimizer steps completed
   double elapsed_s = 0;  // training time summed over sessions (resumes)
@@ -107,10 +107,14 @@ Checkpoint make_checkpoint(const Run& run, const torch::Tensor& generators) {
   for (const auto& item : run.model->named_parameters()) c.tensors["model." + item.key()] = item.value().detach().clone();
   for (const auto& g : run.optimizer.groups()) {
     c.tensors["optim." + g.name + ".exp_avg"] = g.exp_avg;
-    c.tensors["optim." + g.name + ".exp_avg_sq"] = g.exp_avg_sq;
-    c.meta["optim"][g.name] = {{"step", g.step}, {"lr", g.options.lr}, {"beta1", g.options.beta1},
-                               {"beta2", g.options.beta2}, {"eps", g.options.eps},
-                               {"weight_decay", g.options.weight_decay}};
+    if (g.rule == UpdateRule::adamw) c.tensors["optim." + g.name + ".exp_avg_sq"] = g.exp_avg_sq;
+    c.meta["optim"][g.name] = {{"step", g.step}, {"lr", g.options.lr}, {"weight_decay", g.options.weight_decay}};
+    if (g.rule == UpdateRule::adamw)
+      c.meta["optim"][g.name].update({{"rule", "adamw"}, {"beta1", g.options.beta1}, {"beta2", g.options.beta2},
+                                      {"eps", g.options.eps}});
+    else
+      c.meta["optim"][g.name].update({{"rule", "muon"}, {"momentum", g.muon.momentum}, {"nesterov", g.muon.nesterov},
+                                      {"ns_steps", g.muon.ns_steps}, {"ns_bf16", g.muon.ns_bf16}});
   }
   c.tensors["rng.cpu"] = generators[0].clone();
   c.tensors["rng.cpu.ranks"] = generators;
@@ -126,12 +130,17 @@ void restore_checkpoint(Run& run, const Checkpoint& c, const std::string& source
   torch::NoGradGuard no_grad;
   load_model_weights(run.model, c.tensors, source);
   for (auto& g : run.optimizer.groups()) {
-    auto m = c.tensors.find("optim." + g.name + ".exp_avg");
-    auto v = c.tensors.find("optim." + g.name + ".exp_avg_sq");
-    if (m == c.tensors.end() || v == c.tensors.end() || m->second.numel() != g.exp_avg.numel())
-      throw user_error(source, 0, "", "optimizer state of group '" + g.name + "' is missing or has another size");
+    const auto m = c.tensors.find("optim." + g.name + ".exp_avg");
+    const auto v = c.tensors.find("optim." + g.name + ".exp_avg_sq");
+    const bool adamw = g.rule == UpdateRule::adamw;
+    if (m == c.tensors.end() || (adamw && v == c.tensors.end()) || m->second.numel() != g.exp_avg.numel() ||
+        (adamw && v->second.numel() != g.exp_avg_sq.numel()))
+      throw user_error(source, 0, "train.optimizer",
+                       "optimizer state of group '" + g.name + "' is missing or has another size",
+                       "resume with the train.optimizer that wrote the checkpoint, or start a new run from it with "
+                       "train.init_from");
     g.exp_avg.copy_(m->second);
-    g.exp_avg_sq.copy_(v->second);
+    if (adamw) g.exp_avg_sq.copy_(v->second);
     g.step = c.meta.at("optim").at(g.name).at("step").get<int64_t>();
   }
   at::Generator generator = at::detail::getDefaultCPUGenerator();
@@ -186,7 +195,7 @@ bool probe_due(const DiagnosticsConfig& d, int64_t step, int64_t last) {
 
 StepResult train_step(Run& run) {
   StepInputs in{run.model, run.optimizer, *run.task, run.recipe.train, run.group.get(), run.sync.get()};
-  StepResult r = optimizer_step(in, run.step, run.schedule.at(run.step));
+  StepResult r = optimizer_step(in, run.step, run.schedule.scale(run.step));
   if (r.finite) ++run.step;  // a skipped update is counted by the caller, which logs it
   return r;
 }
@@ -355,7 +364,8 @@ void share_state(Run& run) {
   std::vector<double> counters{double(run.step), run.elapsed_s};
   for (auto& g : run.optimizer.groups()) {
     counters.push_back(double(g.step));
-    if (g.data.numel() > 0) tensors.insert(tensors.end(), {g.data, g.exp_avg, g.exp_avg_sq});
+    if (g.data.numel() > 0) tensors.insert(tensors.end(), {g.data, g.exp_avg});
+    if (g.exp_avg_sq.numel() > 0) tensors.push_back(g.exp_avg_sq);
   }
   auto scalars = torch::tensor(counters, torch::kDouble).to(run.device);
   tensors.push_back(scalars);
@@ -488,9 +498,9 @@ void build_model(Run& run, TrainStart start, std::optional<Checkpoint> resume_fr
   run.model = Transformer(model_cfg);
   if (start == TrainStart::Fresh && !recipe.train.init_from.empty() && run.rank == 0) init_from_run(run);
   run.model->to(run.device);
-  add_adamw_groups(run.optimizer, run.model, recipe.train);  // after .to(): the flat buffers live on the device
+  add_optimizer_groups(run.optimizer, run.model, recipe.train);  // after .to(): the flat buffers live on the device
   const auto& t = recipe.train;
-  run.schedule = {t.lr, t.min_lr, t.warmup_steps, t.max_steps};
+  run.schedule = make_schedule(t);
   torch::Tensor saved_generators;  // every rank's, when the checkpoint holds them
   if (resume_from) {
     if (auto it = resume_from->tensors.find("rng.cpu.ranks"); it != resume_from->tensors.end())
@@ -533,6 +543,8 @@ void log_step(const Run& run, const StepResult& r, Progress& progress, double co
   nlohmann::json line = {{"step", run.step}, {"loss", r.loss}, {"lr", lr}, {"grad_norm", r.grad_norm},
                          {work.log_key, progress.items_per_s()}, {"elapsed_s", run.elapsed_s}};
   for (const auto& [name, value] : r.parts) line["loss_" + name] = value;
+  const TrainConfig& t = run.recipe.train;
+  if (t.optimizer == "muon") line["muon_lr"] = t.muon_lr * run.schedule.scale(run.step - 1);
   if (run.group) line["comm_s"] = comm_s;
   log.write(line);
   say(progress.line(r.loss, lr));

@@ -95,6 +95,18 @@ struct TrainConfig {
   double lr = 1e-3;
   double min_lr = 1e-4;
   int64_t warmup_steps = 100;
+  std::string schedule = "cosine";    // cosine | linear | wsd (train/schedule.h)
+  double decay_fraction = 0.2;        // wsd: the final share of max_steps over which lr decays to min_lr
+  std::string decay_shape = "linear"; // wsd: linear | cosine | sqrt (1 - sqrt)
+  // adamw: AdamW on every parameter. muon: Muon (train/optimizer.h) on the blocks' 2-D weights at muon_lr, AdamW at
+  // lr on the rest (embeddings, output and projection heads, norms, biases); both follow the schedule's shape.
+  std::string optimizer = "adamw";
+  double muon_lr = 0.02;
+  double muon_momentum = 0.95;
+  bool muon_nesterov = true;
+  int64_t muon_ns_steps = 5;
+  std::string muon_ns_precision = "bf16";   // bf16 (as torch.optim.Muon) | fp32
+  std::string muon_adjust_lr = "original";  // original: sqrt(max(1, rows / cols)) | match_rms_adamw: 0.2 sqrt(max)
   double weight_decay = 0.1;
   double beta1 = 0.9;
   double beta2 = 0.95;

@@ -33,7 +33,7 @@ struct Node;
 
 namespace spread {
 
-class FlatAdamW;
+class FlatOptimizer;
 
 // Where this process stands in the run, read from the environment.
 struct DistributedEnv {
@@ -81,7 +81,7 @@ class ProcessGroup {
   virtual std::function<void()> start_all_reduce_sum(torch::Tensor tensor) = 0;
 
   // Averages the optimizer's flat gradient buffers over ranks, in buckets of at most bucket_bytes each.
-  void average_gradients(FlatAdamW& optimizer, int64_t bucket_bytes = 25 << 20);
+  void average_gradients(FlatOptimizer& optimizer, int64_t bucket_bytes = 25 << 20);
   // The mean over ranks of each value (losses for the log, flags).
   std::vector<double> mean(const std::vector<double>& values);
 
@@ -102,7 +102,7 @@ class ProcessGroup {
 class GradientSync {
  public:
   // `params`: the model's parameters in their registration order, every one of them in one of the optimizer's groups.
-  GradientSync(ProcessGroup& group, FlatAdamW& optimizer, const std::vector<torch::Tensor>& params,
+  GradientSync(ProcessGroup& group, FlatOptimizer& optimizer, const std::vector<torch::Tensor>& params,
                int64_t bucket_bytes = 25 << 20);
   ~GradientSync();  // removes its hooks
   GradientSync(const GradientSync&) = delete;
@@ -122,7 +122,7 @@ class GradientSync {
   void start_ready();
 
   ProcessGroup& group_;
-  FlatAdamW& optimizer_;
+  FlatOptimizer& optimizer_;
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;  // per parameter
   std::vector<char> arrived_;      // per parameter, since arm()

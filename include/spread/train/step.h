@@ -14,8 +14,9 @@
 
 namespace spread {
 
-// AdamW with nanoGPT's decay / no-decay groups and the recipe's [train] options.
-void add_adamw_groups(FlatAdamW& optimizer, Transformer& model, const TrainConfig& train);
+// nanoGPT's AdamW groups, decay (matrices, embeddings) and no_decay (norms, biases), with the recipe's [train]
+// options; with train.optimizer = "muon", the blocks' matrices first go to a Muon group at train.muon_lr.
+void add_optimizer_groups(FlatOptimizer& optimizer, Transformer& model, const TrainConfig& train);
 
 struct StepResult {
   double loss = 0;                                    // weighted total, averaged over the micro-steps
@@ -27,18 +28,18 @@ struct StepResult {
 
 struct StepInputs {
   Transformer& model;
-  FlatAdamW& optimizer;
+  FlatOptimizer& optimizer;
   TrainingTask& task;
   const TrainConfig& train;
   ProcessGroup* group = nullptr;  // data-parallel: gradients and logged losses are averaged over its ranks
   GradientSync* sync = nullptr;   // with a group: averages the gradients during the last micro-step's backward
 };
 
-// Step number `step` (0-based: it seeds the batches and the objective's subsamples) at learning rate `lr`, with
-// train.grad_accum micro-steps whose gradients add up. The optimizer is left untouched when the loss or the
+// Step number `step` (0-based: it seeds the batches and the objective's subsamples) at every group's peak rate times
+// `lr_scale` (LrSchedule::scale), with train.grad_accum micro-steps whose gradients add up. The optimizer is left untouched when the loss or the
 // gradient norm is not finite. With a group, the gradients are averaged over its ranks once, during the last
 // micro-step's backward pass (sync) or after it (accumulation stays local), and so are the losses returned: every
 // rank then sees the same numbers and takes the same decisions.
-StepResult optimizer_step(const StepInputs& in, int64_t step, double lr);
+StepResult optimizer_step(const StepInputs& in, int64_t step, double lr_scale);
 
 }  // namespace spread
