@@ -9,6 +9,7 @@ spread's import of such folders (transformers 5.3, sentence-transformers 5.3, Py
     hf_model_ref.py pylate MODEL_DIR QUERIES_FILE DOCS_FILE OUT.json
     hf_model_ref.py pylate-loss MODEL_DIR QUERIES_FILE DOCS_FILE NEGATIVES_FILE OUT.json
     hf_model_ref.py st-loss MODEL_DIR ANCHORS_FILE POSITIVES_FILE NEGATIVES_FILE OUT.json
+    hf_model_ref.py choices MODEL_DIR CHOICES_JSONL OUT.json
     hf_model_ref.py --jobs JOBS.txt    # one command above a line (split with shlex), all in one Python process
 
 make KIND: bert (BertModel with its pooler), bert-mlm (BertForMaskedLM), megatron-bert (MegatronBertModel: the
@@ -57,6 +58,11 @@ TEXTS_FILE etc.: UTF-8, split on "\\n" (a final empty piece is no line). Outputs
   pylate-loss {"model", "in_batch": pylate.losses.Contrastive of the queries against their documents (line i's
              document is query i's positive, the others its in-batch negatives), "with_negatives": the same with
              NEGATIVES_FILE's line i as query i's hard negative}, all lines one batch, eval mode (no dropout).
+  choices    {"model", "items": [{"loglik": [..], "tokens": [..]} per ending], "acc", "acc_norm"}: each ending's
+             log-likelihood after its context as lm-evaluation-harness computes it for a causal model (trailing
+             spaces of the context moved to the ending; the ending's tokens = encode(context + ending) past
+             encode(context); no special tokens; the last max_position + 1 tokens; one pair at a time, float32);
+             acc = argmax of the sums, acc_norm = argmax of the sums over the endings' lengths in characters.
   st-loss    {"model", "mnrl", "mnrl_negatives", "cached", "cached_negatives"}: sentence_transformers.losses'
              MultipleNegativesRankingLoss (scale 20) and CachedMultipleNegativesRankingLoss (scale 20,
              mini_batch_size 2) of the anchors against their positives (in-batch), and with NEGATIVES_FILE's line
@@ -319,6 +325,41 @@ def hidden(a):
     write_json(a.out_json, {"model": a.model_dir, "architecture": arch, "batch": a.batch, "texts": texts})
 
 
+def choices(a):
+    import torch
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(a.model_dir)
+    model, _ = load_hf(a.model_dir)
+    max_len = getattr(model.config, "max_position_embeddings", None) or model.config.n_positions
+    items, hits, hits_norm = [], 0, 0
+    with open(a.choices_jsonl, encoding="utf-8") as f:
+        lines = [json.loads(line) for line in f if line.strip()]
+    for item in lines:
+        logliks, counts = [], []
+        for ending in item["endings"]:
+            context = item["context"]
+            spaces = len(context) - len(context.rstrip())
+            if spaces:
+                ending, context = context[-spaces:] + ending, context[:-spaces]
+            context_ids = tok(context, add_special_tokens=False)["input_ids"]
+            whole = tok(context + ending, add_special_tokens=False)["input_ids"]
+            ending_ids = whole[len(context_ids):]
+            seq = (context_ids + ending_ids)[-(max_len + 1):]
+            inp = torch.tensor([seq[:-1]])
+            with torch.no_grad():
+                logp = torch.log_softmax(model(input_ids=inp).logits[0].float(), -1)
+            n = len(ending_ids)
+            targets = torch.tensor(seq[-n:])
+            logliks.append(float(logp[-n:].gather(1, targets[:, None]).sum()))
+            counts.append(n)
+        norm = [ll / len(e) for ll, e in zip(logliks, item["endings"])]
+        hits += int(max(range(len(logliks)), key=logliks.__getitem__) == item["label"])
+        hits_norm += int(max(range(len(norm)), key=norm.__getitem__) == item["label"])
+        items.append({"loglik": logliks, "tokens": counts})
+    write_json(a.out_json, {"model": a.model_dir, "items": items, "acc": hits / len(lines),
+                            "acc_norm": hits_norm / len(lines)})
+
+
 def st_encode(a):
     import torch
     from sentence_transformers import SentenceTransformer
@@ -432,6 +473,10 @@ def parser():
         h.add_argument(name)
     h.add_argument("--batch", action="store_true")
     h.set_defaults(run=hidden)
+    c = sub.add_parser("choices")
+    for name in ("model_dir", "choices_jsonl", "out_json"):
+        c.add_argument(name)
+    c.set_defaults(run=choices)
     s = sub.add_parser("st-encode")
     for name in ("model_dir", "texts_file", "out_json"):
         s.add_argument(name)

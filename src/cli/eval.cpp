@@ -1,5 +1,6 @@
 // spread eval --run RUN_DIR: validation loss, perplexity and bits per byte over the whole val split of an LM run;
-// with --sts / --beir (or an encoder run's [eval] files) the embedding metrics instead.
+// with --sts / --beir (or an encoder run's [eval] files) the embedding metrics instead; with --choices, an LM's
+// zero-shot multiple-choice accuracy.
 #include <cxxopts.hpp>
 #include <fmt/format.h>
 #include <algorithm>
@@ -44,6 +45,16 @@ int eval_lm(LoadedRun& run, const cxxopts::ParseResult& args, const Limits& limi
     fmt::print("run {} at step {}: val loss {:.4f}, perplexity {}, {:.4f} bits/byte over {} tokens\n", run.dir,
                run.step, r.loss, format_perplexity(r.ppl), r.bpb, r.tokens);
   }
+  return 0;
+}
+
+int eval_choices(LoadedRun& run, const std::vector<ChoiceItem>& items, const cxxopts::ParseResult& args,
+                 const Limits& limits) {
+  const auto result = evaluate_choices_file(run, items, args["choices"].as<std::string>(), limits.batch_size,
+                                            args.count("per-query") > 0);
+  if (args.count("json")) fmt::print("{}\n", result.dump());
+  else fmt::print("{}", format_choices_eval(result));
+  if (args.count("out")) write_file_atomic(args["out"].as<std::string>(), result.dump(2) + "\n");
   return 0;
 }
 
@@ -117,13 +128,16 @@ int cmd_eval(int argc, char** argv) {
        cxxopts::value<std::string>(), "DIR")
       ("qrels", "the BEIR split to score: qrels/NAME.tsv (default: the run's eval.qrels, else train.tsv when present, "
                 "else the only one)", cxxopts::value<std::string>(), "NAME")
+      ("choices", "LM: zero-shot multiple choice (acc, acc_norm as lm-evaluation-harness) on a JSONL file of "
+                  "{\"context\", \"endings\", \"label\"} items", cxxopts::value<std::string>(), "FILE.jsonl")
       ("text", "LM: a text file to measure instead of the run's validation split (a model folder has none)",
        cxxopts::value<std::string>(), "FILE")
       ("pooling", "mean, cls or last (default: the run's loss.contrastive.pooling)", cxxopts::value<std::string>())
       ("pool-factors", "maxsim runs: Ward pool factors to evaluate, e.g. 1,2,3,4,6,8 (1 = unpooled; default 1)",
        cxxopts::value<std::string>(), "LIST")
-      ("out", "also write the embedding metrics to this JSON file", cxxopts::value<std::string>(), "FILE.json")
-      ("per-query", "BEIR: also give each query's nDCG@10, MRR@10 and Recall@100 in the JSON (--out, --json)")
+      ("out", "also write the embedding or multiple-choice metrics to this JSON file", cxxopts::value<std::string>(), "FILE.json")
+      ("per-query", "BEIR: also give each query's nDCG@10, MRR@10 and Recall@100 in the JSON (--out, --json); "
+                    "--choices: each item's log-likelihoods")
       ("batch-size", "windows or texts per forward pass", cxxopts::value<int64_t>()->default_value("64"))
       ("max-batches", "LM: stop after N batches (0 = the whole split)", cxxopts::value<int64_t>()->default_value("0"))
       ("json", "print one JSON object instead of text")
@@ -134,7 +148,10 @@ int cmd_eval(int argc, char** argv) {
   const Limits limits{int_option(args, "batch-size", 1, kMaxBatchSize), int_option(args, "max-batches", 0, INT64_MAX)};
   if (args.count("pool-factors")) pool_factors(args["pool-factors"].as<std::string>());  // fails before loading
   if (args.count("out")) prepare_output_file(args["out"].as<std::string>(), "--out");
+  std::vector<ChoiceItem> items;  // read before the model, so that a bad file fails at once
+  if (args.count("choices")) items = read_choices(args["choices"].as<std::string>());
   LoadedRun run = load_run(model_source(args));
+  if (args.count("choices")) return eval_choices(run, items, args, limits);
   if (run.recipe.objective().head == Head::token_vectors) return eval_late_interaction(run, args, limits);
   if (args.count("pool-factors"))
     throw UserError("--pool-factors: only a late-interaction run has token vectors to pool; " + run.dir + " is \"" +

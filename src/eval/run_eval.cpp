@@ -128,6 +128,34 @@ std::string format_embedding_eval(const nlohmann::json& r) {
   return out;
 }
 
+nlohmann::json evaluate_choices_file(LoadedRun& run, const std::vector<ChoiceItem>& items, const std::string& path,
+                                     int64_t batch_size, bool per_item) {
+  if (run.recipe.is_encoder_objective() || !run.recipe.model.causal)
+    throw user_error(run.dir, 0, "--choices",
+                     "multiple-choice scores need a causal language model, and this run is \"" +
+                         name_of(run.recipe.train.objective) + "\"",
+                     "give an LM run or a GPT-2 / Llama folder");
+  const ChoiceResult r = evaluate_choices(run.model, *run.tokenizer, items, batch_size, recipe_device(run.recipe));
+  nlohmann::json result = {{"run", run.dir}, {"step", run.step}};
+  result["choices"] = {{"file", path}, {"items", r.items}, {"acc", r.acc}, {"acc_norm", r.acc_norm}};
+  if (per_item) {
+    auto& rows = result["choices"]["per_item"] = nlohmann::json::array();
+    for (size_t i = 0; i < items.size(); ++i)
+      rows.push_back({{"loglik", r.loglik[i]}, {"tokens", r.tokens[i]}, {"label", items[i].label}});
+  }
+  return result;
+}
+
+std::string format_choices_eval(const nlohmann::json& r) {
+  const auto& c = r["choices"];
+  const std::string data = fmt::format("{} ({} items)", c["file"].get<std::string>(), c["items"].get<int64_t>());
+  std::string out = fmt::format("run {} at step {}\n", r["run"].get<std::string>(), r["step"].get<int64_t>());
+  out += fmt::format("{:<14} {:>8}  {}\n", "metric", "value", "data");
+  out += fmt::format("{:<14} {:>8.4f}  {}\n", "acc", c["acc"].get<double>(), data);
+  out += fmt::format("{:<14} {:>8.4f}  {}\n", "acc_norm", c["acc_norm"].get<double>(), data);
+  return out;
+}
+
 namespace {
 
 void require_maxsim_run(const LoadedRun& run, const char* what) {

@@ -9,6 +9,7 @@
 #include <torch/types.h>
 
 #include "spread/eval/encoder_eval.h"
+#include "spread/eval/multiple_choice.h"
 #include "spread/eval/perplexity.h"
 #include "spread/interchange/loaded_run.h"
 
@@ -94,6 +95,14 @@ std::string encode_prompt(const LoadedRun& run, const EncodeRequest& request);
 // as evaluate_split cuts the split. UserError naming the file when it is unreadable, not UTF-8, or shorter than
 // one window.
 EvalResult evaluate_text_file(LoadedRun& run, const std::string& path, int64_t batch_size, int64_t max_batches);
+
+// Zero-shot multiple-choice scores (eval/multiple_choice.h) of an LM run or folder on a choices file:
+// {"run", "step", "choices": {"file", "items", "acc", "acc_norm"}}; with per_item, "choices" also holds "per_item":
+// [{"loglik": [..], "tokens": [..], "label"}]. UserError naming the file for a bad file, and naming --choices for
+// a run that is not a causal LM.
+nlohmann::json evaluate_choices_file(LoadedRun& run, const std::vector<ChoiceItem>& items, const std::string& path,
+                                     int64_t batch_size, bool per_item);
+std::string format_choices_eval(const nlohmann::json& result);
 
 // Returns the number of texts written. Throws UserError for unreadable input or an empty file.
 int64_t encode_file(LoadedRun& run, const EncodeRequest& request);
