@@ -22,7 +22,8 @@ common=(--set run.out_dir="$out" --set data.source=text --set data.path="$data" 
         --set train.eval_every=0 --set train.ckpt_every=0 --set model.dropout=0.0
         --set model.n_layer=6 --set model.n_head=6 --set model.n_embd=384 --set model.block_size=256
         --set train.batch_size=8)
-for run in "bf16 1" "fp32 1" "bf16 8"; do
+IFS=';' read -r -a runs <<<"${RUNS:-bf16 1;fp32 1;bf16 8}"   # RUNS="bf16 8" times one case: "PRECISION ACCUM;..."
+for run in "${runs[@]}"; do
   read -r precision accum <<<"$run"
   echo "== Muon (Newton-Schulz in $precision) against AdamW, $((2048 * accum)) tokens per step"
   "$build/bench_step" recipes/shakespeare_char.toml "${common[@]}" --set train.grad_accum="$accum" \

@@ -130,3 +130,49 @@ TEST(MultipleChoice, ScoresEqualTransformersForGpt2AndLlama) {
   }
   fs::remove_all(dir);
 }
+
+// eval.choices during training: logged under the file's name at every evaluation, and the last one equal to what
+// `spread eval --choices` gives for the run's final checkpoint.
+TEST(MultipleChoice, TrainingLogsTheScoresOfEachFile) {
+  const fs::path dir = scratch("train");
+  std::string corpus;
+  for (int i = 0; i < 400; ++i) corpus += i % 3 ? "the cat sat on the mat. " : "a dog ran to the park.\n";
+  std::ofstream(dir / "corpus.txt") << corpus;
+  std::ofstream(dir / "cats.jsonl") << R"({"context": "the cat sat on the", "endings": [" mat.", " park."], "label": 0})"
+                                    << "\n"
+                                    << R"({"context": "a dog ran to the", "endings": [" mat.", " park."], "label": 1})"
+                                    << "\n";
+  const std::string run = (dir / "runs" / "lm").string();
+  std::ofstream(dir / "lm.toml") << "# every key from --set\n";
+  const auto train = spread::testing::run_spread_env(
+      "", fmt::format("train {} --set run.name=lm --set run.out_dir={} --set data.source=text --set data.path={} "
+                      "--set tokenizer.kind=char --set model.n_layer=1 --set model.n_head=2 --set model.n_embd=16 "
+                      "--set model.block_size=16 --set train.max_steps=6 --set train.eval_every=3 "
+                      "--set train.ckpt_every=3 --set train.warmup_steps=1 --set 'eval.choices=[{}]'",
+                      (dir / "lm.toml").string(), (dir / "runs").string(), (dir / "corpus.txt").string(),
+                      (dir / "cats.jsonl").string()));
+  ASSERT_EQ(train.code, 0) << train.output;
+  std::vector<double> acc_norm;
+  for (const auto& j : spread::read_metrics(run + "/metrics.jsonl"))
+    if (j.contains("cats_acc_norm")) {
+      acc_norm.push_back(j["cats_acc_norm"].get<double>());
+      EXPECT_TRUE(j.contains("cats_acc")) << j.dump();
+      EXPECT_TRUE(j.contains("val_loss")) << j.dump();
+    }
+  ASSERT_EQ(acc_norm.size(), 2u) << "evaluations at steps 3 and 6";
+  const auto eval = spread::testing::run_spread_env(
+      "", fmt::format("eval --run {} --choices {} --json", run, (dir / "cats.jsonl").string()));
+  ASSERT_EQ(eval.code, 0) << eval.output;
+  const json printed = json::parse(eval.output.substr(eval.output.rfind("\n{") + 1));
+  EXPECT_DOUBLE_EQ(printed["choices"]["acc_norm"].get<double>(), acc_norm.back());
+  fs::remove_all(dir);
+}
+
+TEST(MultipleChoice, AnEncoderRecipeCannotAskForThem) {
+  try {
+    spread::parse_recipe("", "test.toml", {"train.objective=contrastive", "eval.choices=[a.jsonl]"});
+    FAIL() << "accepted";
+  } catch (const spread::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("eval.choices"), std::string::npos) << e.what();
+  }
+}

@@ -360,6 +360,7 @@ const std::vector<Field>& schema() {
       string_field("eval.sts", REF(eval.sts)),
       string_field("eval.beir", REF(eval.beir)),
       string_field("eval.qrels", REF(eval.qrels)),
+      string_list_field("eval.choices", REF(eval.choices)),
   };
   return fields;
 }
@@ -491,6 +492,7 @@ const std::map<std::string, std::string>& key_meanings() {
       {"eval.sts", "an STS CSV (sentence1, sentence2, score) or SICK.txt: Spearman of cosine against gold, at each evaluation"},
       {"eval.beir", "a BEIR folder: nDCG@10, MRR@10 and Recall@100 by exact search, at each evaluation"},
       {"eval.qrels", "eval.beir's split qrels/NAME.tsv; empty = train.tsv when present, else the only one"},
+      {"eval.choices", "lm: multiple-choice JSONL files (context, endings, label), logged as NAME_acc and NAME_acc_norm at each evaluation"},
   };
   return meanings;
 }
@@ -758,6 +760,9 @@ void validate(const Recipe& r) {
   if (r.train.min_lr > r.train.lr)
     fail(at, "train.min_lr", fmt::format("{} is larger than train.lr = {}", r.train.min_lr, r.train.lr));
   validate_schedule(r);
+  if (!r.eval.choices.empty() && r.train.objective != Objective::lm)
+    fail(at, "eval.choices", "multiple-choice scores need a causal language model (train.objective = \"lm\")",
+         "leave eval.choices out of this recipe");
   if (r.data.source == "text" && r.data.path.empty())
     fail(at, "data.path", "data.source = \"text\" needs at least one file", "set data.path = \"corpus.txt\"");
   if (!r.train.keep_best.empty() &&
@@ -831,6 +836,7 @@ void resolve_data_root(Recipe& r) {
   for (auto& path : r.data.path) resolve(path, "data.path");
   resolve(r.eval.sts, "eval.sts");
   resolve(r.eval.beir, "eval.beir");
+  for (auto& path : r.eval.choices) resolve(path, "eval.choices");
   resolve(r.tokenizer.model, "tokenizer.model");
   resolve(r.tokenizer.path, "tokenizer.path");
   r.data.root = root;

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "spread/data/corpus.h"
 #include "spread/data/pairs.h"
 #include "spread/diagnostics/probe.h"
+#include "spread/eval/multiple_choice.h"
 #include "spread/eval/perplexity.h"
 #include "spread/tasks/encoder.h"
 #include "spread/util/error.h"
@@ -58,6 +61,21 @@ LanguageModelTask::LanguageModelTask(const Recipe& recipe, const std::string& ru
   eval_batches_ = fixed_batches(*data_.val, block, recipe.train.batch_size, recipe.train.eval_batches,
                                 splitmix64(seed ^ kEvalStream));
   if (recipe.diagnostics.enabled()) prepare_probe(note);
+  read_choice_files(note);
+}
+
+void LanguageModelTask::read_choice_files(const Note& note) {
+  for (const auto& path : recipe_.eval.choices) {
+    std::string name = std::filesystem::path(path).stem().string();
+    for (const auto& [other, items] : choices_)
+      if (other == name)
+        throw user_error(recipe_.source, 0, "eval.choices",
+                         "two files are named '" + name + "', and their metrics would share a name",
+                         "rename one of them");
+    choices_.emplace_back(name, read_choices(path));
+    note(fmt::format("eval: {} multiple-choice items of {}, logged as {}_acc and {}_acc_norm",
+                     choices_.back().second.size(), path, name, name));
+  }
 }
 
 void LanguageModelTask::prepare_probe(const Note& note) {
@@ -89,8 +107,16 @@ MicroStepLoss LanguageModelTask::micro_step(Transformer& model, int64_t step, in
 
 Evaluation LanguageModelTask::evaluate(Transformer& model) {
   EvalResult e = evaluate_batches(model, eval_batches_, val_bytes_per_token_, device_);
-  return {{{"val_loss", e.loss}, {"val_ppl", e.ppl}, {"val_bpb", e.bpb}},
-          fmt::format("val loss {:.4f}, perplexity {}, {:.4f} bits/byte", e.loss, format_perplexity(e.ppl), e.bpb)};
+  Evaluation out{{{"val_loss", e.loss}, {"val_ppl", e.ppl}, {"val_bpb", e.bpb}},
+                 fmt::format("val loss {:.4f}, perplexity {}, {:.4f} bits/byte", e.loss, format_perplexity(e.ppl),
+                             e.bpb)};
+  for (const auto& [name, items] : choices_) {
+    const ChoiceResult r = evaluate_choices(model, *data_.tokenizer, items, recipe_.train.batch_size, device_);
+    out.metrics[name + "_acc"] = r.acc;
+    out.metrics[name + "_acc_norm"] = r.acc_norm;
+    out.summary += fmt::format(", {} acc {:.4f} acc_norm {:.4f}", name, r.acc, r.acc_norm);
+  }
+  return out;
 }
 
 nlohmann::json LanguageModelTask::probe(Transformer& model) {

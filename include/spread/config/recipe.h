@@ -195,6 +195,9 @@ struct EvalConfig {
   std::string sts;   // an STS CSV (sentence1, sentence2, score) or SICK.txt: Spearman of cosine vs gold
   std::string beir;  // a BEIR folder: nDCG@10, MRR@10, Recall@100 by exact search
   std::string qrels; // its split qrels/<qrels>.tsv ("" = train.tsv when present, else the only one)
+  // lm runs: multiple-choice files (eval/multiple_choice.h), scored at each evaluation as NAME_acc and
+  // NAME_acc_norm, NAME the file's name without its extension.
+  std::vector<std::string> choices;
 };
 
 struct DiagnosticsConfig {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "spread/data/loader.h"
+#include "spread/eval/multiple_choice.h"
 #include "spread/losses/weighted_loss.h"
 #include "spread/run/setup.h"
 #include "spread/tasks/task.h"
@@ -33,6 +34,7 @@ class LanguageModelTask : public TrainingTask {
 
  private:
   void prepare_probe(const Note& note);
+  void read_choice_files(const Note& note);
 
   Recipe recipe_;
   DataShard shard_;
@@ -41,6 +43,7 @@ class LanguageModelTask : public TrainingTask {
   WeightedLoss loss_;
   std::unique_ptr<WindowSampler> sampler_;
   std::vector<Batch> eval_batches_;
+  std::vector<std::pair<std::string, std::vector<ChoiceItem>>> choices_;  // eval.choices: (metric prefix, items)
   std::vector<std::vector<int32_t>> probe_docs_;  // token ids, truncated to block_size
   Batch probe_batch_;                               // the fallback: windows of the val split
   double val_bytes_per_token_ = 1.0;
