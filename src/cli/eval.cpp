@@ -29,8 +29,8 @@ EvalResult lm_result(LoadedRun& run, const cxxopts::ParseResult& args, const Lim
     return evaluate_text_file(run, args["text"].as<std::string>(), limits.batch_size, limits.max_batches);
   if (run.model_folder)
     throw UserError("--model " + run.dir + ": a model folder has no validation split; give --text FILE");
-  TokenFile val(run.dir + "/val.bin");
-  return evaluate_split(run.model, val, limits.batch_size, limits.max_batches, recipe_device(run.recipe));
+  const auto val = validation_tokens(run.recipe, run.dir, run.tokenizer->vocab_size());
+  return evaluate_split(run.model, *val, limits.batch_size, limits.max_batches, recipe_device(run.recipe));
 }
 
 int eval_lm(LoadedRun& run, const cxxopts::ParseResult& args, const Limits& limits) {

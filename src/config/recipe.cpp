@@ -244,6 +244,8 @@ const std::vector<Field>& schema() {
       string_field("run.device", REF(run.device)),
       string_field("data.source", REF(data.source), {"text", "wordnet", "pairs", "wordnet_pairs", "stsb", "sick", "beir"}),
       string_list_field("data.path", REF(data.path)),
+      string_field("data.shards", REF(data.shards)),
+      string_field("data.val_shards", REF(data.val_shards)),
       float_field("data.val_fraction", REF(data.val_fraction), 0.001, 0.5),
       int_field("data.max_length", REF(data.max_length), 0, 1 << 20),
       string_list_field("data.columns", REF(data.columns)),
@@ -378,6 +380,8 @@ const std::map<std::string, std::string>& key_meanings() {
       {"run.device", "cpu, cuda or cuda:N"},
       {"data.source", "where examples come from: text or wordnet (plain text, for lm and mlm); pairs, wordnet_pairs, stsb, sick or beir (pairs, for contrastive and maxsim)"},
       {"data.path", "the text or pair files, the STS-B / SICK file, or the BEIR folder; ${data_root} stands for data.root"},
+      {"data.shards", "lm: token shards (llm.c / modded-nanogpt .bin, or spread token files) as a file pattern such as \"DIR/train_*.bin\", read in name order as one stream instead of data.path"},
+      {"data.val_shards", "lm with data.shards: the validation split's shards, a file pattern"},
       {"data.val_fraction", "held out for validation: the corpus's last fraction (text), a seeded sample of examples (pairs)"},
       {"data.max_length", "encoder objectives: tokens per text, [CLS] and [SEP] included; 0 = model.block_size"},
       {"data.columns", "pair files: the [anchor, positive, negative...] column names; empty = found by name"},
@@ -728,6 +732,23 @@ void validate_blocks(const Recipe& r) {
          "set model.norm_position = \"pre\", or leave first_block_norm out");
 }
 
+void validate_shards(const Recipe& r) {
+  const Origin at{r.source, 0};
+  const DataConfig& d = r.data;
+  if (d.shards.empty() != d.val_shards.empty())
+    fail(at, d.shards.empty() ? "data.shards" : "data.val_shards", "data.shards and data.val_shards go together",
+         "set both: the training shards and the validation shards (llm.c: DIR/*_train_*.bin and DIR/*_val_*.bin)");
+  if (d.shards.empty()) return;
+  if (r.train.objective != Objective::lm)
+    fail(at, "data.shards", "token shards train a language model (train.objective = \"lm\")",
+         "leave data.shards out of this recipe");
+  if (r.tokenizer.kind == "char" || (r.tokenizer.kind != "hf" && r.tokenizer.model.empty()))
+    fail(at, "tokenizer.kind", "token shards need the tokenizer that made them, which cannot be learnt from text "
+                               "the run does not read",
+         "set tokenizer.kind = \"hf\" and tokenizer.path (GPT-2's tokenizer.json for llm.c's shards), or "
+         "tokenizer.model");
+}
+
 void validate_schedule(const Recipe& r) {
   const Origin at{r.source, 0};
   const TrainConfig& t = r.train;
@@ -763,7 +784,8 @@ void validate(const Recipe& r) {
   if (!r.eval.choices.empty() && r.train.objective != Objective::lm)
     fail(at, "eval.choices", "multiple-choice scores need a causal language model (train.objective = \"lm\")",
          "leave eval.choices out of this recipe");
-  if (r.data.source == "text" && r.data.path.empty())
+  validate_shards(r);
+  if (r.data.source == "text" && r.data.path.empty() && r.data.shards.empty())
     fail(at, "data.path", "data.source = \"text\" needs at least one file", "set data.path = \"corpus.txt\"");
   if (!r.train.keep_best.empty() &&
       (r.train.eval_every <= 0 || r.train.ckpt_every <= 0 || r.train.eval_every % r.train.ckpt_every != 0))
@@ -834,6 +856,9 @@ void resolve_data_root(Recipe& r) {
                (key.rfind("eval.", 0) == 0 ? ", or --set " + key + "= to leave this evaluation out" : ""));
   };
   for (auto& path : r.data.path) resolve(path, "data.path");
+  // Patterns, not paths: their files are found (or not) when the run starts.
+  for (auto* pattern : {&r.data.shards, &r.data.val_shards})
+    if (pattern->find("${") != std::string::npos) *pattern = expand_data_root(*pattern, root, at, "data.shards");
   resolve(r.eval.sts, "eval.sts");
   resolve(r.eval.beir, "eval.beir");
   for (auto& path : r.eval.choices) resolve(path, "eval.choices");

@@ -1,7 +1,11 @@
 #include "spread/data/token_file.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <stdexcept>
 
 #include "spread/util/error.h"
 #include "spread/util/file.h"
@@ -11,6 +15,8 @@ namespace {
 
 constexpr char kMagic[8] = {'S', 'P', 'R', 'D', 'T', 'O', 'K', '\0'};
 constexpr uint32_t kVersion = 1;
+constexpr int32_t kShardMagic = 20240520;
+constexpr size_t kShardHeaderInts = 256;
 
 struct Header {
   char magic[8];
@@ -51,28 +57,110 @@ void write_token_file(const std::string& path, const std::vector<int32_t>& token
   rename_file(tmp, path);
 }
 
-TokenFile::TokenFile(const std::string& path) : file_(path, MappedFile::Access::random) {
-  const std::string_view bytes = file_.bytes();
-  Header h;
-  bool ok = bytes.size() >= sizeof(Header);
-  if (ok) {
-    std::memcpy(&h, bytes.data(), sizeof h);
+void write_token_shard(const std::string& path, const std::vector<int32_t>& tokens) {
+  int32_t max_id = 0;
+  for (auto t : tokens) max_id = std::max(max_id, t);
+  std::vector<int32_t> header(kShardHeaderInts, 0);
+  header[0] = kShardMagic;
+  header[1] = max_id < 65536 ? 1 : 2;
+  header[2] = int32_t(tokens.size());
+  std::string bytes(reinterpret_cast<const char*>(header.data()), kShardHeaderInts * 4);
+  if (header[1] == 1) {
+    std::vector<uint16_t> narrow(tokens.begin(), tokens.end());
+    bytes.append(reinterpret_cast<const char*>(narrow.data()), narrow.size() * 2);
+  } else {
+    bytes.append(reinterpret_cast<const char*>(tokens.data()), tokens.size() * 4);
+  }
+  write_file_atomic(path, bytes);
+}
+
+TokenFile::Part TokenFile::open_part(const std::string& path) {
+  Part p;
+  p.path = path;
+  p.file = std::make_unique<MappedFile>(path, MappedFile::Access::random);
+  const std::string_view bytes = p.file->bytes();
+  if (bytes.size() >= 4 && std::memcmp(bytes.data(), kMagic, 4) == 0) {
+    Header h;
     // The count is compared by division: count * width wraps around for a count near 2^62 or 2^63, and a hostile
     // header then passed the check and the tokens were read past the end of the mapping.
-    ok = std::memcmp(h.magic, kMagic, 8) == 0 && h.version == kVersion && (h.width == 2 || h.width == 4) &&
-         (bytes.size() - sizeof(Header)) % h.width == 0 && h.count == (bytes.size() - sizeof(Header)) / h.width;
+    const bool ok = bytes.size() >= sizeof(Header) && (std::memcpy(&h, bytes.data(), sizeof h), true) &&
+                    std::memcmp(h.magic, kMagic, 8) == 0 && h.version == kVersion && (h.width == 2 || h.width == 4) &&
+                    (bytes.size() - sizeof(Header)) % h.width == 0 &&
+                    h.count == (bytes.size() - sizeof(Header)) / h.width;
+    if (!ok)
+      throw user_error(path, 0, "", "not a valid spread token file (truncated, or a bad header or size)",
+                       "delete it; it is rebuilt from the text");
+    p.width = h.width;
+    p.count = h.count;
+    p.first = h.source_bytes;  // carried to the constructor, which sums them; set to the position there
+    p.data = bytes.data() + sizeof(Header);
+    return p;
   }
-  if (!ok)
-    throw user_error(path, 0, "", "not a valid spread token file (truncated, or a bad header or size)",
-                     "delete it; it is rebuilt from the text");
-  width_ = h.width;
-  count_ = h.count;
-  source_bytes_ = h.source_bytes;
-  data_ = bytes.data() + sizeof(Header);
+  int32_t header[kShardHeaderInts] = {};
+  if (bytes.size() >= sizeof header) std::memcpy(header, bytes.data(), sizeof header);
+  if (header[0] != kShardMagic)
+    throw user_error(path, 0, "", "not a token file: neither spread's (SPRDTOK) nor an llm.c shard (magic 20240520)",
+                     "give token files made by `spread` or by llm.c / modded-nanogpt's data scripts");
+  const uint32_t width = header[1] == 1 ? 2 : header[1] == 2 ? 4 : 0;
+  const uint64_t body = bytes.size() - sizeof header;
+  if (width == 0 || header[2] < 0 || body % width != 0 || uint64_t(header[2]) != body / width)
+    throw user_error(path, 0, "",
+                     fmt::format("a bad llm.c shard: version {} (1 = uint16, 2 = uint32 tokens), {} tokens in the "
+                                 "header, {} bytes after it", header[1], header[2], body),
+                     "the file is truncated or damaged; make it again");
+  p.width = width;
+  p.count = uint64_t(header[2]);
+  p.data = bytes.data() + sizeof header;
+  return p;
+}
+
+TokenFile::TokenFile(const std::string& path) : TokenFile(std::vector<std::string>{path}, 0, "") {}
+
+TokenFile::TokenFile(const std::vector<std::string>& paths, int64_t vocab_size, const std::string& key)
+    : vocab_size_(vocab_size), key_(key) {
+  bool bytes_known = true;
+  for (const auto& path : paths) {
+    Part p = open_part(path);
+    const uint64_t bytes = p.first;
+    bytes_known = bytes_known && bytes > 0;
+    source_bytes_ += bytes;
+    p.first = size_;
+    size_ += p.count;
+    parts_.push_back(std::move(p));
+  }
+  if (!bytes_known) source_bytes_ = 0;
+}
+
+const TokenFile::Part& TokenFile::part_at(uint64_t i) const {
+  if (parts_.size() == 1) return parts_[0];
+  const auto after = std::upper_bound(parts_.begin(), parts_.end(), i,
+                                      [](uint64_t at, const Part& p) { return at < p.first; });
+  return *(after - 1);
+}
+
+int32_t TokenFile::operator[](uint64_t i) const {
+  const Part& p = part_at(i);
+  const uint64_t k = i - p.first;
+  return p.width == 2 ? int32_t(static_cast<const uint16_t*>(p.data)[k]) : static_cast<const int32_t*>(p.data)[k];
 }
 
 void TokenFile::copy(uint64_t start, uint64_t n, int64_t* out) const {
-  for (uint64_t i = 0; i < n; ++i) out[i] = (*this)[start + i];
+  if (start > size_ || n > size_ - start) throw std::out_of_range("TokenFile::copy past the end of the tokens");
+  for (uint64_t i = 0; i < n;) {
+    const Part& p = part_at(start + i);
+    const uint64_t k = start + i - p.first, take = std::min(n - i, p.count - k);
+    for (uint64_t j = 0; j < take; ++j)
+      out[i + j] = p.width == 2 ? int64_t(static_cast<const uint16_t*>(p.data)[k + j])
+                                : int64_t(static_cast<const int32_t*>(p.data)[k + j]);
+    if (vocab_size_ > 0)
+      for (uint64_t j = 0; j < take; ++j)
+        if (out[i + j] < 0 || out[i + j] >= vocab_size_)
+          throw user_error(p.path, 0, key_,
+                           fmt::format("token {} is id {}, outside the tokenizer's {} ids", k + j, out[i + j],
+                                       vocab_size_),
+                           "give the shards of the tokenizer the recipe names (tokenizer.path / tokenizer.model)");
+    i += take;
+  }
 }
 
 }  // namespace spread

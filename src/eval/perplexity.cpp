@@ -15,7 +15,8 @@ EvalResult finish(double loss_sum, int64_t tokens, double bytes_per_token) {
   r.tokens = tokens;
   r.loss = loss_sum / double(std::max<int64_t>(tokens, 1));
   r.ppl = std::exp(r.loss);
-  r.bpb = r.loss / std::log(2.0) / bytes_per_token;
+  // Token shards do not record the bytes of their text: bits per byte is then unknown (NaN; null in JSON).
+  r.bpb = bytes_per_token > 0 ? r.loss / std::log(2.0) / bytes_per_token : std::nan("");
   return r;
 }
 

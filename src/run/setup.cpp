@@ -1,5 +1,8 @@
 #include "spread/run/setup.h"
 
+#include <glob.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -89,9 +92,62 @@ torch::Device recipe_device(const Recipe& recipe) {
   }
 }
 
+std::vector<std::string> shard_files(const std::string& pattern, const std::string& key, const std::string& source) {
+  glob_t found{};
+  const int status = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &found);
+  std::vector<std::string> files(found.gl_pathv, found.gl_pathv + found.gl_pathc);
+  globfree(&found);
+  if (status == GLOB_NOMATCH || files.empty())
+    throw user_error(source, 0, key, "'" + pattern + "' matches no file",
+                     "give a pattern such as \"DIR/train_*.bin\" that names the shards");
+  if (status != 0) throw user_error(source, 0, key, "cannot list the files of '" + pattern + "'", "check the folder");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::unique_ptr<TokenFile> validation_tokens(const Recipe& recipe, const std::string& run_dir, int64_t vocab_size) {
+  if (recipe.data.shards.empty()) return std::make_unique<TokenFile>(run_dir + "/val.bin");
+  return std::make_unique<TokenFile>(shard_files(recipe.data.val_shards, "data.val_shards", recipe.source),
+                                     vocab_size, "data.val_shards");
+}
+
+namespace {
+
+void check_splits_hold_a_window(const Recipe& recipe, const RunData& data) {
+  if (data.val->size() < uint64_t(recipe.model.block_size) + 2 || data.train->size() < uint64_t(recipe.model.block_size) + 2)
+    throw user_error(recipe.source, 0, "model.block_size",
+                     fmt::format("{} is longer than a data split ({} train / {} val tokens)", recipe.model.block_size,
+                                 data.train->size(), data.val->size()),
+                     "use more text or a smaller block_size / val_fraction");
+}
+
+// data.shards: the tokens are read where they are; only the tokenizer is kept in the run directory.
+RunData prepare_shard_data(const Recipe& recipe, const std::string& run_dir,
+                           const std::function<void(const std::string&)>& log) {
+  RunData data;
+  if (fs::exists(fs::path(run_dir) / "tokenizer.model") || fs::exists(fs::path(run_dir) / kHfTokenizerFile)) {
+    data.tokenizer = load_tokenizer(run_dir);
+  } else {
+    data.tokenizer = build_tokenizer(tokenizer_spec(recipe.tokenizer), "", run_dir);
+    data.tokenizer->save(run_dir);
+  }
+  const int64_t vocab = data.tokenizer->vocab_size();
+  const auto train = shard_files(recipe.data.shards, "data.shards", recipe.source);
+  const auto val = shard_files(recipe.data.val_shards, "data.val_shards", recipe.source);
+  data.train = std::make_unique<TokenFile>(train, vocab, "data.shards");
+  data.val = std::make_unique<TokenFile>(val, vocab, "data.val_shards");
+  log(fmt::format("data: {} train tokens in {} shards ({} ... {}), {} val tokens in {}", data.train->size(),
+                  train.size(), train.front(), train.back(), data.val->size(), val.size()));
+  check_splits_hold_a_window(recipe, data);
+  return data;
+}
+
+}  // namespace
+
 RunData prepare_data(const Recipe& recipe, const std::string& run_dir,
                      const std::function<void(const std::string&)>& log) {
   make_directories(run_dir);
+  if (!recipe.data.shards.empty()) return prepare_shard_data(recipe, run_dir, log);
   const std::string train_path = (fs::path(run_dir) / "train.bin").string();
   const std::string val_path = (fs::path(run_dir) / "val.bin").string();
   const bool have_tokenizer = fs::exists(fs::path(run_dir) / "tokenizer.model") ||
@@ -122,11 +178,7 @@ RunData prepare_data(const Recipe& recipe, const std::string& run_dir,
   data.val = std::make_unique<TokenFile>(val_path);
   log(fmt::format("data: {} train tokens, {} val tokens ({:.2f} bytes/token)", data.train->size(), data.val->size(),
                   double(data.val->source_bytes()) / double(std::max<uint64_t>(data.val->size(), 1))));
-  if (data.val->size() < uint64_t(recipe.model.block_size) + 2 || data.train->size() < uint64_t(recipe.model.block_size) + 2)
-    throw user_error(recipe.source, 0, "model.block_size",
-                     fmt::format("{} is longer than a data split ({} train / {} val tokens)", recipe.model.block_size,
-                                 data.train->size(), data.val->size()),
-                     "use more text or a smaller block_size / val_fraction");
+  check_splits_hold_a_window(recipe, data);
   return data;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "spread/data/corpus.h"
@@ -57,7 +58,7 @@ LanguageModelTask::LanguageModelTask(const Recipe& recipe, const std::string& ru
   const int64_t block = recipe.model.block_size;
   const auto seed = uint64_t(recipe.run.seed);
   sampler_ = std::make_unique<WindowSampler>(*data_.train, block, seed);
-  val_bytes_per_token_ = double(data_.val->source_bytes()) / double(data_.val->size());
+  val_bytes_per_token_ = double(data_.val->source_bytes()) / double(data_.val->size());  // 0: unknown (shards)
   eval_batches_ = fixed_batches(*data_.val, block, recipe.train.batch_size, recipe.train.eval_batches,
                                 splitmix64(seed ^ kEvalStream));
   if (recipe.diagnostics.enabled()) prepare_probe(note);
@@ -79,7 +80,7 @@ void LanguageModelTask::read_choice_files(const Note& note) {
 }
 
 void LanguageModelTask::prepare_probe(const Note& note) {
-  probe_docs_ = probe_documents(recipe_, *data_.tokenizer);
+  if (recipe_.data.shards.empty()) probe_docs_ = probe_documents(recipe_, *data_.tokenizer);
   if (probe_docs_.size() >= 2) {
     int64_t tokens = 0;
     for (const auto& d : probe_docs_) tokens += int64_t(d.size());
@@ -91,7 +92,9 @@ void LanguageModelTask::prepare_probe(const Note& note) {
   const auto seed = uint64_t(recipe_.run.seed);
   probe_batch_ = fixed_batches(*data_.val, recipe_.model.block_size, recipe_.diagnostics.probe_texts, 1,
                                splitmix64(seed ^ kProbeStream))[0];
-  note("diagnostics: the corpus has no document boundaries (lines or blank-line paragraphs); probing windows");
+  note(recipe_.data.shards.empty()
+           ? "diagnostics: the corpus has no document boundaries (lines or blank-line paragraphs); probing windows"
+           : "diagnostics: probing windows of the validation shards");
 }
 
 MicroStepLoss LanguageModelTask::micro_step(Transformer& model, int64_t step, int64_t micro, int64_t micro_steps) {
@@ -107,9 +110,12 @@ MicroStepLoss LanguageModelTask::micro_step(Transformer& model, int64_t step, in
 
 Evaluation LanguageModelTask::evaluate(Transformer& model) {
   EvalResult e = evaluate_batches(model, eval_batches_, val_bytes_per_token_, device_);
-  Evaluation out{{{"val_loss", e.loss}, {"val_ppl", e.ppl}, {"val_bpb", e.bpb}},
-                 fmt::format("val loss {:.4f}, perplexity {}, {:.4f} bits/byte", e.loss, format_perplexity(e.ppl),
-                             e.bpb)};
+  Evaluation out{{{"val_loss", e.loss}, {"val_ppl", e.ppl}},
+                 fmt::format("val loss {:.4f}, perplexity {}", e.loss, format_perplexity(e.ppl))};
+  if (std::isfinite(e.bpb)) {
+    out.metrics["val_bpb"] = e.bpb;
+    out.summary += fmt::format(", {:.4f} bits/byte", e.bpb);
+  }
   for (const auto& [name, items] : choices_) {
     const ChoiceResult r = evaluate_choices(model, *data_.tokenizer, items, recipe_.train.batch_size, device_);
     out.metrics[name + "_acc"] = r.acc;

@@ -28,6 +28,10 @@ struct DataConfig {
   bool strict = false;             // pair files: a bad row is an error instead of being skipped and counted
   bool hard_negatives = false;     // sick: only the entailment pairs that have a contradiction, as a hard negative
   std::string qrels;               // beir: the split qrels/<qrels>.tsv ("" = train.tsv when present, else the only one)
+  // lm: token shards instead of text (data/token_file.h: llm.c / modded-nanogpt shards or spread's token files),
+  // a file pattern ("DIR/train_*.bin", glob(7)) whose files, in name order, are read as one stream; val_shards
+  // the validation split's. The tokenizer must be the one they were made with (tokenizer.path or .model).
+  std::string shards, val_shards;
   // Where the data sets are: "${data_root}" in data.path, eval.sts, eval.beir or tokenizer.model stands for it.
   // Empty = the environment variable SPREAD_DATA, else "../shared/data" (relative to the working directory). The
   // resolved recipe holds the folder and the paths it gave.

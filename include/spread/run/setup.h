@@ -32,7 +32,15 @@ struct RunData {
   std::unique_ptr<TokenFile> val;
 };
 
-// Loads the tokenizer and token files cached in run_dir, building (and saving) whichever is missing.
+// The files a data.shards pattern names (glob(7)), in name order; UserError naming `key` and the recipe `source`
+// when there are none.
+std::vector<std::string> shard_files(const std::string& pattern, const std::string& key, const std::string& source);
+
+// An LM run's validation tokens: its val.bin, or its data.val_shards (ids checked against vocab_size).
+std::unique_ptr<TokenFile> validation_tokens(const Recipe& recipe, const std::string& run_dir, int64_t vocab_size);
+
+// Loads the tokenizer and token files cached in run_dir, building (and saving) whichever is missing; with
+// data.shards, the tokenizer only, the tokens read from the shards where they are.
 // `log` receives one line per thing built.
 RunData prepare_data(const Recipe& recipe, const std::string& run_dir, const std::function<void(const std::string&)>& log);
 
