@@ -14,6 +14,7 @@
 #include "spread/data/safetensors.h"
 #include "spread/model/transformer.h"
 #include "spread/run/setup.h"
+#include "spread/runtime/direct_mm.h"
 #include "spread/train/optimizer.h"
 #include "spread/train/step.h"
 
@@ -103,7 +104,11 @@ TEST(Muon, Bf16MatchesTorchOptimMuon) {
   if (ref.empty()) GTEST_SKIP() << "no reference environment with torch.optim.Muon (scripts/python_env.sh)";
   for (int ci = 0; ci < kCaseCount; ++ci) {
     const Case& c = kCases[ci];
+    const int64_t products = spread::direct_products_run(torch::kBFloat16);
     const auto [params, bufs] = run_spread(ref, c, /*ns_bf16=*/true);
+    if (spread::has_direct_mm(torch::kBFloat16))  // 3 products per NS step, 3 matrices, 3 optimizer steps
+      EXPECT_EQ(spread::direct_products_run(torch::kBFloat16) - products, 3 * c.ns_steps * 3 * 3)
+          << "the Newton-Schulz products did not take the bf16 GEMM";
     for (int i = 0; i < 3; ++i) {
       const std::string c_ = std::to_string(ci) + ".", n = std::to_string(i);
       EXPECT_TRUE(torch::allclose(bufs[i], ref.at(c_ + "buf." + n + ".torch"), 1e-6, 1e-7)) << case_name(c) << ", buf " << n;

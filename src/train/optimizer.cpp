@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "spread/runtime/direct_mm.h"
 #include "spread/runtime/vectorize.h"
 
 #include <algorithm>
@@ -60,23 +61,40 @@ constexpr double kNsA = 3.4445, kNsB = -4.7750, kNsC = 2.0315;
 
 torch::Tensor round_to_bf16(const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kFloat); }
 
+// a b for float32 matrices that hold bfloat16 values: the bf16 GEMM (runtime/direct_mm.h: exact products, float32
+// accumulation) where the process has one, else the float32 GEMM, whose products of such values are exact too.
+torch::Tensor bf16_valued_mm(const torch::Tensor& a, const torch::Tensor& b) {
+  if (!has_direct_mm(torch::kBFloat16)) return torch::mm(a, b);
+  return direct_mm(a.to(torch::kBFloat16), b.to(torch::kBFloat16));
+}
+
+// NS in bf16 on the CPU: every product rounded to bfloat16 once, as torch.optim.Muon's bfloat16 tensors are (its
+// GEMMs accumulate in float32). LibTorch 1.13's own bfloat16 matmuls accumulate more coarsely (errors of 1e-3
+// where torch's are 2e-4), so the values stay float32 tensors holding bfloat16 numbers.
+torch::Tensor newton_schulz_bf16_cpu(const torch::Tensor& u, const MuonOptions& o) {
+  torch::Tensor x = round_to_bf16(u);
+  if (u.size(0) > u.size(1)) x = x.t().contiguous();
+  x = round_to_bf16(x / round_to_bf16(x.norm().clamp_min(o.eps)));
+  for (int64_t i = 0; i < o.ns_steps; ++i) {
+    const torch::Tensor gram = round_to_bf16(bf16_valued_mm(x, x.t()));
+    const torch::Tensor poly = round_to_bf16(bf16_valued_mm(gram, gram).mul_(kNsC).add_(gram, kNsB));
+    x = round_to_bf16(bf16_valued_mm(poly, x).add_(x, kNsA));
+  }
+  return u.size(0) > u.size(1) ? x.t() : x;
+}
+
 // An approximately orthogonal matrix with U's singular vectors (docs at the top of optimizer.h): the iteration works
 // on the wide orientation, so that the Gram matrix is the smaller of the two.
-// In bf16 mode every product is rounded to bfloat16, as torch.optim.Muon's bfloat16 tensors are. On the CPU the
-// values stay float32 tensors holding bfloat16 numbers, multiplied by the BLAS's float32 GEMM and rounded once per
-// product: what a bfloat16 GEMM that accumulates in float32 computes, and faster than LibTorch 1.13's bfloat16
-// kernels on CPUs without them, whose own accumulation is also coarser (errors of 1e-3 where torch's are 2e-4).
 torch::Tensor newton_schulz(const torch::Tensor& u, const MuonOptions& o) {
-  const bool emulate = o.ns_bf16 && u.is_cpu();
-  const auto round = [&](const torch::Tensor& t) { return emulate ? round_to_bf16(t) : t; };
-  torch::Tensor x = emulate ? round_to_bf16(u) : u.to(o.ns_bf16 ? torch::kBFloat16 : torch::kFloat, false, true);
+  if (o.ns_bf16 && u.is_cpu()) return newton_schulz_bf16_cpu(u, o);
+  torch::Tensor x = u.to(o.ns_bf16 ? torch::kBFloat16 : torch::kFloat, /*non_blocking=*/false, /*copy=*/true);
   const bool tall = u.size(0) > u.size(1);
   if (tall) x = x.t();
-  x = round(x / round(x.norm().clamp_min(o.eps)));
+  x.div_(x.norm().clamp_min(o.eps));
   for (int64_t i = 0; i < o.ns_steps; ++i) {
-    const torch::Tensor gram = round(torch::mm(x, x.t()));
-    const torch::Tensor poly = round(torch::addmm(gram, gram, gram, /*beta=*/kNsB, /*alpha=*/kNsC));
-    x = round(torch::addmm(x, poly, x, /*beta=*/kNsA));
+    const torch::Tensor gram = torch::mm(x, x.t());
+    const torch::Tensor poly = torch::addmm(gram, gram, gram, /*beta=*/kNsB, /*alpha=*/kNsC);
+    x = torch::addmm(x, poly, x, /*beta=*/kNsA);
   }
   return tall ? x.t() : x;
 }

@@ -13,7 +13,8 @@
 //       A = X X^T;  X = a X + (b A + c A A) X   with the quintic coefficients (a, b, c) = (3.4445, -4.7750, 2.0315)
 //   p *= 1 - lr * weight_decay;  p -= lr * s(rows, cols) * O,  s = sqrt(max(1, rows / cols)) ("original") or
 //       0.2 sqrt(max(rows, cols)) ("match_rms_adamw")
-// The Newton-Schulz products run in bfloat16 as torch's do, or in float32 (the BLAS's GEMM) when ns_bf16 is off.
+// The Newton-Schulz products are rounded to bfloat16 as torch's are (on the CPU through the bf16 GEMM of
+// runtime/direct_mm.h, float32 accumulation), or stay float32 (the BLAS's GEMM) when ns_bf16 is off.
 //
 // g is the gradient times `grad_scale` (the clipping factor, folded into the same pass).
 #include <string>
