@@ -72,6 +72,7 @@ TEST(MultipleChoice, BadFilesAreRefusedNamingLineAndKey) {
       {"{\"context\": \"a\", \"endings\": [\"b\", \"c\"], \"label\": 2}\n", ":1: key 'label'"},
       {"{\"context\": \"a\", \"endings\": [\"b\", \"c\"], \"label\": \"0\"}\n", ":1: key 'label'"},
       {"\n\n", "holds no items"},
+      {std::string(200, '[') + std::string(200, ']') + "\n", ":1: JSON nested more than 128 levels"},
       {"{\"context\": \"a\xff\", \"endings\": [\"b\", \"c\"], \"label\": 0}\n", "invalid UTF-8"}};
   for (const auto& [text, expected] : cases) {
     const fs::path file = dir / "items.jsonl";

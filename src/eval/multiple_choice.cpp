@@ -11,6 +11,7 @@
 #include "spread/model/eval_mode.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
+#include "spread/util/json_depth.h"
 
 namespace spread {
 namespace {
@@ -23,6 +24,7 @@ UserError line_error(const std::string& path, int line, const std::string& key, 
 }
 
 ChoiceItem parse_item(const std::string& text, const std::string& path, int line) {
+  refuse_deep_json(text, path, line);
   const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) throw line_error(path, line, "", "not a JSON object");
   ChoiceItem item;

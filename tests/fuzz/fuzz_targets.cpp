@@ -19,6 +19,7 @@
 #include "spread/data/safetensors.h"
 #include "spread/data/token_file.h"
 #include "spread/data/tokenizer.h"
+#include "spread/eval/multiple_choice.h"
 #include "spread/interchange/hf_import.h"
 #include "spread/interchange/hf_tokenizer.h"
 #include "spread/interchange/sentence_modules_record.h"
@@ -199,6 +200,8 @@ void read_beir_folder(std::string_view bytes) { (void)load_beir(as_folder(bytes)
 
 void read_npy_file(std::string_view bytes) { (void)read_npy_matrix(as_file(bytes, "m.npy")).sum(); }
 
+void read_choices_file(std::string_view bytes) { (void)read_choices(as_file(bytes, "items.jsonl")); }
+
 void read_token_file(std::string_view bytes) {
   const TokenFile tokens(as_file(bytes, "train.tok"));
   std::vector<int64_t> chunk(4096);
@@ -267,7 +270,8 @@ const std::vector<Target>& targets() {
       {"sts_csv", "an STS file (CSV: sentence1, sentence2, score)", 1 << 15, 256, read_sts_file},
       {"beir", "a bundle: a BEIR folder (corpus.jsonl, queries.jsonl, qrels/*.tsv)", 1 << 16, 256, read_beir_folder},
       {"npy", "a .npy matrix", 1 << 15, 256, read_npy_file},
-      {"token_file", "a token file (.tok)", 1 << 15, 256, read_token_file},
+      {"token_file", "a token file (.tok) or an llm.c shard", 1 << 15, 256, read_token_file},
+      {"choices", "a multiple-choice file (.jsonl)", 1 << 15, 256, read_choices_file},
       {"checkpoint", "a checkpoint's safetensors payload behind a valid version-2 header", 1 << 16, 512,
        read_checkpoint_payload},
       {"sentence_record", "a run's sentence_transformers.json", 1 << 12, 256, read_sentence_modules_record},

@@ -233,6 +233,24 @@ def spread_run_seeds(spread, work, hf_tokenizer_json):
         {"normalize": True, "include_prompt": False, "prompts": {"query": "query: "}, "default_prompt_name": ""}))
 
 
+def llmc_shard(version, count, tokens):
+    header = [20240520, version, count] + [0] * 253
+    return struct.pack("<256i", *header) + struct.pack("<%d%s" % (len(tokens), "H" if version == 1 else "I"), *tokens)
+
+
+def shard_and_choices_seeds():
+    put("token_file", "accepted_llmc_shard_v1.bin", llmc_shard(1, 6, [50256, 1, 2, 65535, 7, 300]))
+    put("token_file", "accepted_llmc_shard_v2_uint32.bin", llmc_shard(2, 3, [70000, 1, 2]))
+    put("token_file", "refused_llmc_count_past_the_file.bin", llmc_shard(1, 7, [1, 2, 3]))
+    put("token_file", "refused_llmc_negative_count.bin", llmc_shard(1, -2, [1, 2]))
+    items = [{"context": "The cat sat on the", "endings": [" mat.", " moon."], "label": 0},
+             {"context": "Caf\u00e9 au lait", "endings": [" co\u00fbte", " \u00e9norme", "x"], "label": 2,
+              "extra": [1, {"a": None}]}]
+    put("choices", "accepted_items.jsonl", "".join(json.dumps(i) + "\n" for i in items))
+    put("choices", "refused_label_out_of_range.jsonl", '{"context": "a", "endings": ["b", "c"], "label": 5}\n')
+    put("choices", "refused_nested_300_deep.jsonl", "[" * 300 + "]" * 300 + "\n")
+
+
 def data_seeds():
     # Recipes that name a model folder are checked against it later; parsed alone, some are refused.
     for recipe in sorted((ROOT / "recipes").glob("*.toml")):
@@ -280,6 +298,7 @@ def main():
         toks = tokenizer_seeds(work)
         spread_run_seeds(spread, work, toks["bert"].to_str())
         data_seeds()
+        shard_and_choices_seeds()
     print(f"seeds written to {CORPUS}")
 
 
