@@ -60,6 +60,11 @@ TEST(Schedule, ScaleIsTheRateOverThePeak) {
   EXPECT_DOUBLE_EQ(s.scale(50), 1.0);
   EXPECT_DOUBLE_EQ(s.scale(100), 0.1);
   EXPECT_DOUBLE_EQ(s.scale(0), 1.0 / 11.0);
+  // train.lr = 0 freezes AdamW's parameters, not Muon's: the factor keeps the schedule's shape (min_lr is 0 then).
+  spread::LrSchedule frozen{0.0, 0.0, 10, 100, spread::ScheduleKind::wsd, 0.2};
+  EXPECT_DOUBLE_EQ(frozen.scale(50), 1.0);
+  EXPECT_DOUBLE_EQ(frozen.scale(90), 0.5);
+  EXPECT_DOUBLE_EQ(frozen.at(50), 0.0);
 }
 
 TEST(Schedule, TheRecipeChoosesIt) {

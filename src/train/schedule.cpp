@@ -48,7 +48,13 @@ double LrSchedule::at(int64_t step) const {
   return min_lr + remaining(shape, r) * (lr - min_lr);
 }
 
-double LrSchedule::scale(int64_t step) const { return lr > 0 ? at(step) / lr : 0.0; }
+double LrSchedule::scale(int64_t step) const {
+  if (lr > 0) return at(step) / lr;
+  // lr = 0 (AdamW's parameters frozen) must not freeze Muon's: the schedule's shape on a peak of 1 (min_lr is 0).
+  LrSchedule unit = *this;
+  unit.lr = 1.0;
+  return unit.at(step);
+}
 
 LrSchedule make_schedule(const TrainConfig& t) {
   return {t.lr, t.min_lr, t.warmup_steps, t.max_steps, schedule_kind(t.schedule), t.decay_fraction,

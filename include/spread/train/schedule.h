@@ -28,7 +28,8 @@ struct LrSchedule {
   DecayShape decay_shape = DecayShape::linear;
 
   double at(int64_t step) const;
-  // at(step) / lr: the factor every parameter group's own peak rate is multiplied by (0 when lr is 0).
+  // at(step) / lr: the factor every parameter group's own peak rate is multiplied by (with lr = 0, the shape of
+  // the schedule on a peak of 1, so that a Muon group still trains).
   double scale(int64_t step) const;
   // wsd: the first step of the decay.
   int64_t decay_start() const;
