@@ -158,7 +158,7 @@ void TokenFile::copy(uint64_t start, uint64_t n, int64_t* out) const {
           throw user_error(p.path, 0, key_,
                            fmt::format("token {} is id {}, outside the tokenizer's {} ids", k + j, out[i + j],
                                        vocab_size_),
-                           "give the shards of the tokenizer the recipe names (tokenizer.path / tokenizer.model)");
+                           "give shards made with the tokenizer that tokenizer.path or tokenizer.model names");
     i += take;
   }
 }
