@@ -92,7 +92,7 @@ TokenFile::Part TokenFile::open_part(const std::string& path) {
                        "delete it; it is rebuilt from the text");
     p.width = h.width;
     p.count = h.count;
-    p.first = h.source_bytes;  // carried to the constructor, which sums them; set to the position there
+    p.source_bytes = h.source_bytes;
     p.data = bytes.data() + sizeof(Header);
     return p;
   }
@@ -121,9 +121,8 @@ TokenFile::TokenFile(const std::vector<std::string>& paths, int64_t vocab_size, 
   bool bytes_known = true;
   for (const auto& path : paths) {
     Part p = open_part(path);
-    const uint64_t bytes = p.first;
-    bytes_known = bytes_known && bytes > 0;
-    source_bytes_ += bytes;
+    bytes_known = bytes_known && p.source_bytes > 0;
+    source_bytes_ += p.source_bytes;
     p.first = size_;
     size_ += p.count;
     parts_.push_back(std::move(p));

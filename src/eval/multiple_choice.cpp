@@ -76,20 +76,19 @@ Sequence make_sequence(const Tokenizer& tokenizer, std::string context, std::str
 
 // The summed log-probabilities of each sequence's targets, `batch` sequences right-padded into one forward pass
 // (causal attention: the padding after a sequence never reaches its positions).
-std::vector<double> score_batch(Transformer& model, const std::vector<Sequence>& batch, const torch::Device& device) {
+std::vector<double> score_batch(Transformer& model, const Sequence* batch, size_t count, const torch::Device& device) {
   size_t longest = 0;
-  for (const auto& s : batch) longest = std::max(longest, s.input.size());
-  auto ids = torch::zeros({int64_t(batch.size()), int64_t(longest)}, torch::kLong);
+  for (size_t b = 0; b < count; ++b) longest = std::max(longest, batch[b].input.size());
+  auto ids = torch::zeros({int64_t(count), int64_t(longest)}, torch::kLong);
   auto acc = ids.accessor<int64_t, 2>();
-  for (size_t b = 0; b < batch.size(); ++b)
+  for (size_t b = 0; b < count; ++b)
     for (size_t t = 0; t < batch[b].input.size(); ++t) acc[int64_t(b)][int64_t(t)] = batch[b].input[t];
   const auto logp = torch::log_softmax(model->forward(ids.to(device), false, true).logits.to(torch::kFloat), -1).cpu();
   std::vector<double> out;
-  for (size_t b = 0; b < batch.size(); ++b) {
-    const auto& s = batch[b];
+  for (size_t b = 0; b < count; ++b) {
+    const Sequence& s = batch[b];
     const int64_t n = int64_t(s.targets.size()), end = int64_t(s.input.size());
-    auto targets = torch::empty({n}, torch::kLong);
-    for (int64_t i = 0; i < n; ++i) targets[i] = int64_t(s.targets[size_t(i)]);
+    const auto targets = torch::tensor(std::vector<int64_t>(s.targets.begin(), s.targets.end()), torch::kLong);
     out.push_back(logp[int64_t(b)].narrow(0, end - n, n).gather(1, targets.unsqueeze(1)).sum().item<double>());
   }
   return out;
@@ -147,8 +146,7 @@ ChoiceResult evaluate_choices(Transformer& model, const Tokenizer& tokenizer, co
   const auto start = std::chrono::steady_clock::now();
   for (size_t first = 0; first < sequences.size(); first += size_t(batch_size)) {
     const size_t end = std::min(sequences.size(), first + size_t(batch_size));
-    const std::vector<Sequence> batch(sequences.begin() + int64_t(first), sequences.begin() + int64_t(end));
-    const std::vector<double> scores = score_batch(model, batch, device);
+    const std::vector<double> scores = score_batch(model, sequences.data() + first, end - first, device);
     for (size_t k = first; k < end; ++k) {
       r.loglik[owner[k].first][owner[k].second] = scores[k - first];
       r.tokens[owner[k].first][owner[k].second] = int64_t(sequences[k].targets.size());

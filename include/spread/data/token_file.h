@@ -44,6 +44,7 @@ class TokenFile {
     const void* data = nullptr;
     uint32_t width = 2;
     uint64_t count = 0, first = 0;  // first: the stream position of its token 0
+    uint64_t source_bytes = 0;      // of its text; 0 = not recorded (llm.c shards)
   };
   static Part open_part(const std::string& path);
   const Part& part_at(uint64_t i) const;
