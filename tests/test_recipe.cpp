@@ -174,3 +174,41 @@ TEST(Recipe, EarlyProbeKeysGoTogether) {
   EXPECT_NE(error_of("[diagnostics]\nearly_until = 5\n").find("diagnostics.early_every"), std::string::npos);
   EXPECT_NE(error_of("[diagnostics]\nearly_every = -1\n").find("out of range"), std::string::npos);
 }
+
+// [[data.mix]]: entries parse with their weights and round-trip; each bad entry names its own key and line.
+TEST(Recipe, ShardMixEntriesParseAndBadOnesNameTheirKey) {
+  const std::string lm = "[train]\nobjective = \"lm\"\n[tokenizer]\nkind = \"hf\"\npath = \"tok.json\"\n";
+  const std::string val = "[data]\nval_shards = \"v/*.bin\"\n";
+  Recipe r = parse_recipe(lm + val + "[[data.mix]]\nshards = \"a/*.bin\"\nweight = 0.7\n[[data.mix]]\nshards = \"b/*.bin\"\n",
+                          "r.toml");
+  ASSERT_EQ(r.data.mix.size(), 2u);
+  EXPECT_EQ(r.data.mix[0].shards, "a/*.bin");
+  EXPECT_EQ(r.data.mix[0].weight, 0.7);
+  EXPECT_EQ(r.data.mix[1].weight, 1.0) << "an entry without a weight counts once";
+  EXPECT_TRUE(r.data.sharded());
+  const Recipe back = parse_recipe(spread::recipe_to_toml(r), "resolved.toml");
+  ASSERT_EQ(back.data.mix.size(), 2u);
+  EXPECT_EQ(back.data.mix[1].shards, "b/*.bin");
+  EXPECT_EQ(back.data.mix[0].weight, 0.7);
+  const Recipe set = parse_recipe(lm + val, "r.toml", {"data.mix=[{shards = \"c/*.bin\", weight = 2}]"});
+  ASSERT_EQ(set.data.mix.size(), 1u);
+  EXPECT_EQ(set.data.mix[0].weight, 2.0);
+
+  const std::string two = "[[data.mix]]\nshards = \"a/*.bin\"\n[[data.mix]]\nshards = \"b/*.bin\"\n";
+  const std::vector<std::pair<std::string, std::string>> bad = {  // recipe, what the message must hold
+      {two + "weight = 0\n", "r.toml:12: key 'data.mix[1].weight'"},
+      {two + "weight = -0.5\n", "data.mix[1].weight"},
+      {two + "weight = \"half\"\n", "data.mix[1].weight"},
+      {two + "wieght = 1\n", "data.mix[1].wieght"},
+      {"[[data.mix]]\nweight = 1\n", "data.mix[0].shards"},
+      {"mix = [1, 2]\n", "data.mix[0]"},
+  };
+  for (const auto& [entries, expected] : bad) {
+    const std::string e = error_of(lm + val + entries);
+    EXPECT_NE(e.find(expected), std::string::npos) << entries << "\n-> " << e;
+  }
+  EXPECT_NE(error_of(lm + val + "shards = \"s/*.bin\"\n" + two).find("data.mix"), std::string::npos)
+      << "data.shards and data.mix together";
+  EXPECT_NE(error_of(lm + two).find("data.val_shards"), std::string::npos) << "a mixture without validation shards";
+  EXPECT_NE(error_of(lm + val + two, {"train.objective=mlm"}).find("data.mix"), std::string::npos);
+}

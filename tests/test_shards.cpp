@@ -1,19 +1,24 @@
 // Token shards (data/token_file.h): llm.c's layout read from bytes written here by hand, several files read as one
-// stream exactly as the same tokens in one file, the refusals of bad shards, and an LM trained from shards
-// (data.shards), resumed bitwise.
+// stream exactly as the same tokens in one file, the refusals of bad shards, an LM trained from shards
+// (data.shards), resumed bitwise, and a weighted mixture of shard sets ([[data.mix]]): its draws, its bitwise resume
+// after kill -9, and the record that refuses a resume over changed shards.
 #include <gtest/gtest.h>
 #include "test_paths.h"
 #include <torch/torch.h>
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <stdexcept>
 
 #include "cli_run.h"
+#include "reliability_run.h"
 #include "shared_data.h"
 #include "spread/data/loader.h"
 #include "spread/data/token_file.h"
@@ -193,4 +198,135 @@ TEST(Shards, AnLmTrainsFromShardsAndResumesBitwise) {
   EXPECT_EQ(none.code, 2) << none.output;
   EXPECT_NE(none.output.find("data.shards"), std::string::npos) << none.output;
   fs::remove_all(dir);
+}
+
+// A mixture draws each window whole from one source, in proportion to the weights (a binomial count within four
+// standard deviations), fixed by (seed, step, micro) and changed by the seed.
+TEST(Shards, AMixtureDrawsEachSourceByItsWeight) {
+  const fs::path dir = scratch("mix_weights");
+  std::vector<int32_t> a(5000), b(3000);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = int32_t(i % 100);          // ids 0..99
+  for (size_t i = 0; i < b.size(); ++i) b[i] = int32_t(1000 + i % 100);   // ids 1000..1099
+  spread::write_token_file((dir / "a.bin").string(), a, 0);
+  spread::write_token_file((dir / "b.bin").string(), b, 0);
+  const spread::TokenFile fa((dir / "a.bin").string()), fb((dir / "b.bin").string());
+  const spread::WindowSampler mix({{&fa, 3.0}, {&fb, 1.0}}, 16, 11), again({{&fa, 3.0}, {&fb, 1.0}}, 16, 11),
+      other_seed({{&fa, 3.0}, {&fb, 1.0}}, 16, 12);
+  int64_t from_a = 0, windows = 0;
+  for (uint64_t step = 0; step < 250; ++step) {
+    const auto batch = mix.sample(16, step, step % 3);
+    ASSERT_TRUE(torch::equal(batch.x, again.sample(16, step, step % 3).x)) << "step " << step;
+    for (int64_t r = 0; r < 16; ++r, ++windows) {
+      const auto x = batch.x[r], y = batch.y[r];
+      const bool in_a = x[0].item<int64_t>() < 1000;
+      from_a += in_a;
+      // One source, consecutive tokens, the targets shifted by one.
+      const int64_t first = x[0].item<int64_t>();
+      for (int64_t t = 0; t < 16; ++t) {
+        ASSERT_EQ(x[t].item<int64_t>(), (in_a ? 0 : 1000) + (first - (in_a ? 0 : 1000) + t) % 100);
+        ASSERT_EQ(y[t].item<int64_t>(), (in_a ? 0 : 1000) + (first - (in_a ? 0 : 1000) + t + 1) % 100);
+      }
+    }
+  }
+  const double expected = 0.75 * double(windows), sd = std::sqrt(double(windows) * 0.75 * 0.25);
+  EXPECT_NEAR(double(from_a), expected, 4 * sd) << from_a << " of " << windows << " windows from the 0.75 source";
+  EXPECT_FALSE(torch::equal(mix.sample(16, 3).x, other_seed.sample(16, 3).x));
+  EXPECT_THROW(spread::WindowSampler({{&fa, 1.0}, {&fb, 0.0}}, 16, 1), std::invalid_argument);
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// Two shard sets of different patterns (a: counting up by 3 from 100, b: by 7 from 600), with validation shards.
+struct MixFixture {
+  fs::path dir;
+  explicit MixFixture(const std::string& name) : dir(scratch(name)) {
+    for (int k = 0; k < 2; ++k) write_llmc_shard(dir / fmt::format("a_train_{:06d}.bin", k), pattern(3000, 3000 * k));
+    std::vector<uint16_t> b(4000);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = uint16_t((7 * i) % 300 + 600);
+    write_llmc_shard(dir / "b_train_000000.bin", b);
+    write_llmc_shard(dir / "val_000000.bin", pattern(2000, 99));
+    std::ofstream(dir / "lm.toml") << "# every key from --set\n";
+  }
+  ~MixFixture() { fs::remove_all(dir); }
+  // A constant learning rate (min_lr = lr): its course does not depend on max_steps, so a run resumed with another
+  // max_steps is comparable step by step.
+  std::string train(const std::string& name, const std::string& gpt2, int64_t max_steps) const {
+    return fmt::format(
+        "train {} --set run.name={} --set run.out_dir={} "
+        "--set 'data.mix=[{{shards = \"{}/a_train_*.bin\", weight = 0.7}}, {{shards = \"{}/b_train_*.bin\", "
+        "weight = 0.3}}]' --set 'data.val_shards={}/val_*.bin' --set tokenizer.kind=hf --set tokenizer.path={} "
+        "--set model.n_layer=1 --set model.n_head=2 --set model.n_embd=16 --set model.block_size=32 "
+        "--set train.batch_size=4 --set train.max_steps={} --set train.eval_every=0 --set train.ckpt_every=4 "
+        "--set train.warmup_steps=0 --set train.lr=0.003 --set train.min_lr=0.003 --set train.log_every=1 "
+        "--set run.threads=1",
+        (dir / "lm.toml").string(), name, (dir / "runs").string(), dir.string(), dir.string(), dir.string(), gpt2,
+        max_steps);
+  }
+  std::map<int64_t, double> losses(const std::string& name) const {
+    std::map<int64_t, double> out;
+    for (const auto& j : spread::read_metrics((dir / "runs" / name / "metrics.jsonl").string()))
+      if (j.contains("loss") && !j.contains("event")) out[j["step"].get<int64_t>()] = j["loss"].get<double>();
+    return out;
+  }
+};
+
+}  // namespace
+
+// The target: a run on a mixture of two shard sets, killed with -9 mid-run and resumed, gives the losses of
+// one uninterrupted run, bitwise, step by step.
+TEST(Shards, AMixtureResumesBitwiseAfterKillNine) {
+  SHARED_DATA_OR_SKIP(gpt2, "tokenizers/gpt2");
+  const MixFixture f("mix_kill");
+  using spread::testing::Background;
+  int64_t at = -1;
+  {
+    Background killed(f.train("killed", gpt2, 1000000), f.dir / "killed.log");
+    ASSERT_TRUE(spread::testing::wait_for([&] { return spread::testing::newest_step(f.dir / "runs" / "killed") >= 8; }))
+        << spread::testing::read_text(f.dir / "killed.log");
+    ::kill(killed.pid(), SIGKILL);
+    killed.wait();
+    at = spread::testing::newest_step(f.dir / "runs" / "killed");
+  }
+  const int64_t until = at + 6;
+  const auto resumed = spread::testing::run_spread_env(
+      "", fmt::format("train --resume {} --set train.max_steps={}", (f.dir / "runs" / "killed").string(), until));
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  const auto straight = spread::testing::run_spread_env("", f.train("straight", gpt2, until));
+  ASSERT_EQ(straight.code, 0) << straight.output;
+  EXPECT_NE(straight.output.find("70.0% of the windows (data.mix[0].shards)"), std::string::npos) << straight.output;
+  const auto a = f.losses("straight"), b = f.losses("killed");
+  ASSERT_EQ(a.size(), size_t(until));
+  ASSERT_EQ(b.size(), size_t(until));
+  for (const auto& [step, loss] : a) EXPECT_EQ(loss, b.at(step)) << "step " << step << " (killed after " << at << ")";
+}
+
+// The run records its shards; a resume refuses a pattern that now names other files, or a shard whose bytes
+// changed, naming the key or the file, and leaves the checkpoints as they were.
+TEST(Shards, AResumeRefusesChangedShards) {
+  SHARED_DATA_OR_SKIP(gpt2, "tokenizers/gpt2");
+  const MixFixture f("mix_changed");
+  ASSERT_EQ(spread::testing::run_spread_env("", f.train("run", gpt2, 4)).code, 0);
+  const std::string run = (f.dir / "runs" / "run").string();
+  const auto checkpoints = spread::list_checkpoints(run);
+  ASSERT_FALSE(checkpoints.empty());
+  auto resume = [&] { return spread::testing::run_spread_env("", "train --resume " + run + " --set train.max_steps=8"); };
+
+  write_llmc_shard(f.dir / "b_train_000001.bin", pattern(100, 0));  // a new file under data.mix[1]'s pattern
+  auto r = resume();
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("data.mix[1].shards"), std::string::npos) << r.output;
+  fs::remove(f.dir / "b_train_000001.bin");
+
+  {  // one token changed in place: the same size
+    std::fstream shard(f.dir / "a_train_000001.bin", std::ios::in | std::ios::out | std::ios::binary);
+    shard.seekp(1024 + 10);
+    const uint16_t other = 123;
+    shard.write(reinterpret_cast<const char*>(&other), 2);
+  }
+  r = resume();
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find((f.dir / "a_train_000001.bin").string()), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("differs from the shard the run started with"), std::string::npos) << r.output;
+  EXPECT_EQ(spread::list_checkpoints(run), checkpoints);
 }

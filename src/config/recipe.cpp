@@ -228,6 +228,55 @@ Field layers_field(std::string key) {
   return f;
 }
 
+// One [[data.mix]] entry's key, for errors: "data.mix[1].weight" (entries counted from 0).
+std::string mix_key(size_t i, const std::string& leaf) { return fmt::format("data.mix[{}].{}", i, leaf); }
+
+ShardMix parse_mix_entry(const toml::node& e, size_t i, const Origin& at) {
+  const Origin entry_at{at.file, e.source().begin.line > 0 ? int(e.source().begin.line) : at.line};
+  if (!e.is_table())
+    fail(entry_at, fmt::format("data.mix[{}]", i), "expected a table { shards = \"...\", weight = ... }, got " +
+         node_type_name(e), "write each entry as [[data.mix]] with shards = \"DIR/train_*.bin\" and weight = 0.5");
+  ShardMix m;
+  bool has_shards = false;
+  for (const auto& [k, v] : *e.as_table()) {
+    const std::string leaf(k.str());
+    const Origin at_key{at.file, v.source().begin.line > 0 ? int(v.source().begin.line) : entry_at.line};
+    if (leaf == "shards") {
+      if (!v.is_string() || v.as_string()->get().empty())
+        fail(at_key, mix_key(i, leaf), "expected a file pattern such as \"DIR/train_*.bin\"");
+      m.shards = v.as_string()->get();
+      has_shards = true;
+    } else if (leaf == "weight") {
+      const char* hint = "weights are relative shares, such as 0.7 and 0.3";
+      if (!v.is_number()) fail(at_key, mix_key(i, leaf), "expected a positive number, got " + node_type_name(v), hint);
+      m.weight = v.is_integer() ? double(v.as_integer()->get()) : v.as_floating_point()->get();
+      if (!(m.weight > 0) || !std::isfinite(m.weight))
+        fail(at_key, mix_key(i, leaf), fmt::format("{} is not a positive number", m.weight), hint);
+    } else {
+      fail(at_key, mix_key(i, leaf), "unknown key", "valid keys in [[data.mix]]: shards, weight");
+    }
+  }
+  if (!has_shards) fail(entry_at, mix_key(i, "shards"), "missing", "give the entry's shard files, e.g. shards = \"DIR/train_*.bin\"");
+  return m;
+}
+
+// data.mix: an array of tables ([[data.mix]], or --set 'data.mix=[{shards = "...", weight = 0.5}]').
+Field mix_field(std::string key) {
+  Field f{key, "array of tables", nullptr, nullptr, "each { shards = pattern, weight > 0 (default 1) }"};
+  f.parse = [=](Recipe& r, const toml::node& n, const Origin& at) {
+    if (!n.is_array()) fail(at, key, "expected [[data.mix]] tables, got " + node_type_name(n));
+    std::vector<ShardMix> out;
+    for (const auto& e : *n.as_array()) out.push_back(parse_mix_entry(e, out.size(), at));
+    r.data.mix = out;
+  };
+  f.emit = [=](const Recipe& r, toml::table& t, const std::string& leaf) {
+    toml::array a;
+    for (const auto& m : r.data.mix) a.push_back(toml::table{{"shards", m.shards}, {"weight", m.weight}});
+    t.insert_or_assign(leaf, std::move(a));
+  };
+  return f;
+}
+
 constexpr int64_t kBig = std::numeric_limits<int64_t>::max();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 // Tokens per encoder text: [CLS], at least one token of the text, [SEP].
@@ -246,6 +295,7 @@ const std::vector<Field>& schema() {
       string_list_field("data.path", REF(data.path)),
       string_field("data.shards", REF(data.shards)),
       string_field("data.val_shards", REF(data.val_shards)),
+      mix_field("data.mix"),
       float_field("data.val_fraction", REF(data.val_fraction), 0.001, 0.5),
       int_field("data.max_length", REF(data.max_length), 0, 1 << 20),
       string_list_field("data.columns", REF(data.columns)),
@@ -381,7 +431,8 @@ const std::map<std::string, std::string>& key_meanings() {
       {"data.source", "where examples come from: text or wordnet (plain text, for lm and mlm); pairs, wordnet_pairs, stsb, sick or beir (pairs, for contrastive and maxsim)"},
       {"data.path", "the text or pair files, the STS-B / SICK file, or the BEIR folder; ${data_root} stands for data.root"},
       {"data.shards", "lm: token shards (llm.c / modded-nanogpt .bin, or spread token files) as a file pattern such as \"DIR/train_*.bin\", read in name order as one stream instead of data.path"},
-      {"data.val_shards", "lm with data.shards: the validation split's shards, a file pattern"},
+      {"data.val_shards", "lm with data.shards or data.mix: the validation split's shards, a file pattern"},
+      {"data.mix", "lm: [[data.mix]] entries, each shards = a file pattern and weight = its share of the training windows (instead of data.shards)"},
       {"data.val_fraction", "held out for validation: the corpus's last fraction (text), a seeded sample of examples (pairs)"},
       {"data.max_length", "encoder objectives: tokens per text, [CLS] and [SEP] included; 0 = model.block_size"},
       {"data.columns", "pair files: the [anchor, positive, negative...] column names; empty = found by name"},
@@ -735,13 +786,18 @@ void validate_blocks(const Recipe& r) {
 void validate_shards(const Recipe& r) {
   const Origin at{r.source, 0};
   const DataConfig& d = r.data;
-  if (d.shards.empty() != d.val_shards.empty())
-    fail(at, d.shards.empty() ? "data.shards" : "data.val_shards", "data.shards and data.val_shards go together",
+  if (!d.shards.empty() && !d.mix.empty())
+    fail(at, "data.mix", "data.shards and data.mix both name the training shards",
+         "keep one: data.shards for one set, or [[data.mix]] entries for a weighted mixture");
+  const bool sharded = !d.shards.empty() || !d.mix.empty();
+  const std::string train_key = d.mix.empty() ? "data.shards" : "data.mix";
+  if (sharded != !d.val_shards.empty())
+    fail(at, sharded ? "data.val_shards" : "data.shards", train_key + " and data.val_shards go together",
          "set both: the training shards and the validation shards (llm.c: DIR/*_train_*.bin and DIR/*_val_*.bin)");
-  if (d.shards.empty()) return;
+  if (!sharded) return;
   if (r.train.objective != Objective::lm)
-    fail(at, "data.shards", "token shards train a language model (train.objective = \"lm\")",
-         "leave data.shards out of this recipe");
+    fail(at, train_key, "token shards train a language model (train.objective = \"lm\")",
+         "leave " + train_key + " out of this recipe");
   if (r.tokenizer.kind == "char" || (r.tokenizer.kind != "hf" && r.tokenizer.model.empty()))
     fail(at, "tokenizer.kind", "token shards need the tokenizer that made them, which cannot be learnt from text "
                                "the run does not read",
@@ -785,7 +841,7 @@ void validate(const Recipe& r) {
     fail(at, "eval.choices", "multiple-choice scores need a causal language model (train.objective = \"lm\")",
          "leave eval.choices out of this recipe");
   validate_shards(r);
-  if (r.data.source == "text" && r.data.path.empty() && r.data.shards.empty())
+  if (r.data.source == "text" && r.data.path.empty() && r.data.shards.empty() && r.data.mix.empty())
     fail(at, "data.path", "data.source = \"text\" needs at least one file", "set data.path = \"corpus.txt\"");
   if (!r.train.keep_best.empty() &&
       (r.train.eval_every <= 0 || r.train.ckpt_every <= 0 || r.train.eval_every % r.train.ckpt_every != 0))
@@ -859,6 +915,9 @@ void resolve_data_root(Recipe& r) {
   // Patterns, not paths: their files are found (or not) when the run starts.
   for (auto* pattern : {&r.data.shards, &r.data.val_shards})
     if (pattern->find("${") != std::string::npos) *pattern = expand_data_root(*pattern, root, at, "data.shards");
+  for (size_t i = 0; i < r.data.mix.size(); ++i)
+    if (r.data.mix[i].shards.find("${") != std::string::npos)
+      r.data.mix[i].shards = expand_data_root(r.data.mix[i].shards, root, at, mix_key(i, "shards"));
   resolve(r.eval.sts, "eval.sts");
   resolve(r.eval.beir, "eval.beir");
   for (auto& path : r.eval.choices) resolve(path, "eval.choices");

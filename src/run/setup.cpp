@@ -105,8 +105,24 @@ std::vector<std::string> shard_files(const std::string& pattern, const std::stri
   return files;
 }
 
+std::vector<ShardPattern> train_shard_patterns(const Recipe& recipe) {
+  if (!recipe.data.shards.empty()) return {{"data.shards", recipe.data.shards, 1.0}};
+  std::vector<ShardPattern> out;
+  for (size_t i = 0; i < recipe.data.mix.size(); ++i)
+    out.push_back({fmt::format("data.mix[{}].shards", i), recipe.data.mix[i].shards, recipe.data.mix[i].weight});
+  return out;
+}
+
+std::vector<ShardList> shard_lists(const Recipe& recipe) {
+  if (!recipe.data.sharded()) return {};
+  std::vector<ShardList> out;
+  for (const auto& p : train_shard_patterns(recipe)) out.push_back({p.key, shard_files(p.pattern, p.key, recipe.source)});
+  out.push_back({"data.val_shards", shard_files(recipe.data.val_shards, "data.val_shards", recipe.source)});
+  return out;
+}
+
 std::unique_ptr<TokenFile> validation_tokens(const Recipe& recipe, const std::string& run_dir, int64_t vocab_size) {
-  if (recipe.data.shards.empty()) return std::make_unique<TokenFile>(run_dir + "/val.bin");
+  if (!recipe.data.sharded()) return std::make_unique<TokenFile>(run_dir + "/val.bin");
   return std::make_unique<TokenFile>(shard_files(recipe.data.val_shards, "data.val_shards", recipe.source),
                                      vocab_size, "data.val_shards");
 }
@@ -114,14 +130,17 @@ std::unique_ptr<TokenFile> validation_tokens(const Recipe& recipe, const std::st
 namespace {
 
 void check_splits_hold_a_window(const Recipe& recipe, const RunData& data) {
-  if (data.val->size() < uint64_t(recipe.model.block_size) + 2 || data.train->size() < uint64_t(recipe.model.block_size) + 2)
-    throw user_error(recipe.source, 0, "model.block_size",
-                     fmt::format("{} is longer than a data split ({} train / {} val tokens)", recipe.model.block_size,
-                                 data.train->size(), data.val->size()),
-                     "use more text or a smaller block_size / val_fraction");
+  const auto too_short = [&](const TokenFile& t) { return t.size() < uint64_t(recipe.model.block_size) + 2; };
+  for (const auto& train : data.train)
+    if (too_short(*train.tokens) || too_short(*data.val))
+      throw user_error(recipe.source, 0, "model.block_size",
+                       fmt::format("{} is longer than a data split ({} train tokens{} / {} val tokens)",
+                                   recipe.model.block_size, train.tokens->size(),
+                                   train.key.empty() ? "" : " in " + train.key, data.val->size()),
+                       "use more text or a smaller block_size / val_fraction");
 }
 
-// data.shards: the tokens are read where they are; only the tokenizer is kept in the run directory.
+// data.shards or [[data.mix]]: the tokens are read where they are; only the tokenizer is kept in the run directory.
 RunData prepare_shard_data(const Recipe& recipe, const std::string& run_dir,
                            const std::function<void(const std::string&)>& log) {
   RunData data;
@@ -132,12 +151,20 @@ RunData prepare_shard_data(const Recipe& recipe, const std::string& run_dir,
     data.tokenizer->save(run_dir);
   }
   const int64_t vocab = data.tokenizer->vocab_size();
-  const auto train = shard_files(recipe.data.shards, "data.shards", recipe.source);
+  double total_weight = 0;
+  for (const auto& p : train_shard_patterns(recipe)) total_weight += p.weight;
+  for (const auto& p : train_shard_patterns(recipe)) {
+    const auto files = shard_files(p.pattern, p.key, recipe.source);
+    data.train.push_back({std::make_unique<TokenFile>(files, vocab, p.key), p.weight, p.key});
+    log(fmt::format("data: {} train tokens in {} shards ({} ... {}){}", data.train.back().tokens->size(), files.size(),
+                    files.front(), files.back(),
+                    recipe.data.mix.empty() ? ""
+                                            : fmt::format(", {:.1f}% of the windows ({})",
+                                                          100 * p.weight / total_weight, p.key)));
+  }
   const auto val = shard_files(recipe.data.val_shards, "data.val_shards", recipe.source);
-  data.train = std::make_unique<TokenFile>(train, vocab, "data.shards");
   data.val = std::make_unique<TokenFile>(val, vocab, "data.val_shards");
-  log(fmt::format("data: {} train tokens in {} shards ({} ... {}), {} val tokens in {}", data.train->size(),
-                  train.size(), train.front(), train.back(), data.val->size(), val.size()));
+  log(fmt::format("data: {} val tokens in {} shards", data.val->size(), val.size()));
   check_splits_hold_a_window(recipe, data);
   return data;
 }
@@ -147,7 +174,7 @@ RunData prepare_shard_data(const Recipe& recipe, const std::string& run_dir,
 RunData prepare_data(const Recipe& recipe, const std::string& run_dir,
                      const std::function<void(const std::string&)>& log) {
   make_directories(run_dir);
-  if (!recipe.data.shards.empty()) return prepare_shard_data(recipe, run_dir, log);
+  if (recipe.data.sharded()) return prepare_shard_data(recipe, run_dir, log);
   const std::string train_path = (fs::path(run_dir) / "train.bin").string();
   const std::string val_path = (fs::path(run_dir) / "val.bin").string();
   const bool have_tokenizer = fs::exists(fs::path(run_dir) / "tokenizer.model") ||
@@ -174,9 +201,9 @@ RunData prepare_data(const Recipe& recipe, const std::string& run_dir,
   } else {
     data.tokenizer = load_tokenizer(run_dir);
   }
-  data.train = std::make_unique<TokenFile>(train_path);
+  data.train.push_back({std::make_unique<TokenFile>(train_path), 1.0, ""});
   data.val = std::make_unique<TokenFile>(val_path);
-  log(fmt::format("data: {} train tokens, {} val tokens ({:.2f} bytes/token)", data.train->size(), data.val->size(),
+  log(fmt::format("data: {} train tokens, {} val tokens ({:.2f} bytes/token)", data.train[0].tokens->size(), data.val->size(),
                   double(data.val->source_bytes()) / double(std::max<uint64_t>(data.val->size(), 1))));
   check_splits_hold_a_window(recipe, data);
   return data;

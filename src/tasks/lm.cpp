@@ -57,7 +57,9 @@ LanguageModelTask::LanguageModelTask(const Recipe& recipe, const std::string& ru
     : recipe_(recipe), shard_(shard), device_(device), data_(prepare_data(recipe, run_dir, note)), loss_(make_lm_loss(recipe)) {
   const int64_t block = recipe.model.block_size;
   const auto seed = uint64_t(recipe.run.seed);
-  sampler_ = std::make_unique<WindowSampler>(*data_.train, block, seed);
+  std::vector<WeightedTokens> sources;
+  for (const auto& train : data_.train) sources.push_back({train.tokens.get(), train.weight});
+  sampler_ = std::make_unique<WindowSampler>(sources, block, seed);
   val_bytes_per_token_ = double(data_.val->source_bytes()) / double(data_.val->size());  // 0: unknown (shards)
   eval_batches_ = fixed_batches(*data_.val, block, recipe.train.batch_size, recipe.train.eval_batches,
                                 splitmix64(seed ^ kEvalStream));
@@ -80,7 +82,7 @@ void LanguageModelTask::read_choice_files(const Note& note) {
 }
 
 void LanguageModelTask::prepare_probe(const Note& note) {
-  if (recipe_.data.shards.empty()) probe_docs_ = probe_documents(recipe_, *data_.tokenizer);
+  if (!recipe_.data.sharded()) probe_docs_ = probe_documents(recipe_, *data_.tokenizer);
   if (probe_docs_.size() >= 2) {
     int64_t tokens = 0;
     for (const auto& d : probe_docs_) tokens += int64_t(d.size());
@@ -92,7 +94,7 @@ void LanguageModelTask::prepare_probe(const Note& note) {
   const auto seed = uint64_t(recipe_.run.seed);
   probe_batch_ = fixed_batches(*data_.val, recipe_.model.block_size, recipe_.diagnostics.probe_texts, 1,
                                splitmix64(seed ^ kProbeStream))[0];
-  note(recipe_.data.shards.empty()
+  note(!recipe_.data.sharded()
            ? "diagnostics: the corpus has no document boundaries (lines or blank-line paragraphs); probing windows"
            : "diagnostics: probing windows of the validation shards");
 }

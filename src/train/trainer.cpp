@@ -287,10 +287,12 @@ void open_run(Run& run, TrainStart start, const std::function<void(const std::st
   }
   // A resumed run must find the files its checkpoints were trained with, before the task rebuilds a missing one
   // and again after (a rebuilt token file must equal the recorded one).
-  if (start == TrainStart::Resume) verify_run_files(run.dir, MissingTokenFiles::Allowed);
+  // The shards are read where they are: the same files must be there, unchanged.
+  const std::vector<ShardList> shards = shard_lists(run.recipe);
+  if (start == TrainStart::Resume) verify_run_files(run.dir, MissingTokenFiles::Allowed, shards);
   run.task = make_task(run.recipe, run.dir, run.device, note, data_shard(run));
-  if (start == TrainStart::Fresh || !has_run_files_record(run.dir)) record_run_files(run.dir);
-  else verify_run_files(run.dir, MissingTokenFiles::Refused);
+  if (start == TrainStart::Fresh || !has_run_files_record(run.dir)) record_run_files(run.dir, shards);
+  else verify_run_files(run.dir, MissingTokenFiles::Refused, shards);
 }
 
 // [train] init_from: the model weights (only) of another run's newest valid checkpoint, of a `spread export` of an
@@ -427,6 +429,10 @@ Recipe recipe_to_save(const Recipe& given, TrainStart start) {
   // folder may have moved since).
   Recipe recipe = start == TrainStart::Fresh ? adopt_model_folder(given) : given;
   for (auto& path : recipe.data.path) path = fs::absolute(path).lexically_normal().string();
+  // Shard patterns too: glob(7) characters pass through fs::absolute untouched.
+  for (std::string* pattern : {&recipe.data.shards, &recipe.data.val_shards})
+    if (!pattern->empty()) *pattern = fs::absolute(*pattern).lexically_normal().string();
+  for (auto& entry : recipe.data.mix) entry.shards = fs::absolute(entry.shards).lexically_normal().string();
   for (std::string* path : {&recipe.tokenizer.model, &recipe.train.init_from, &recipe.eval.sts, &recipe.eval.beir,
                             &recipe.data.root})
     if (!path->empty()) *path = fs::absolute(*path).lexically_normal().string();

@@ -18,6 +18,12 @@ struct RunConfig {
   std::string device = "cpu";
 };
 
+// One [[data.mix]] entry: a shard file pattern and its share of the training windows.
+struct ShardMix {
+  std::string shards;
+  double weight = 1.0;
+};
+
 struct DataConfig {
   // Text for lm / mlm: text | wordnet. Pairs for contrastive: pairs | wordnet_pairs | stsb | sick | beir.
   std::string source = "wordnet";
@@ -32,6 +38,11 @@ struct DataConfig {
   // a file pattern ("DIR/train_*.bin", glob(7)) whose files, in name order, are read as one stream; val_shards
   // the validation split's. The tokenizer must be the one they were made with (tokenizer.path or .model).
   std::string shards, val_shards;
+  // lm: a weighted mixture of shard sets instead of data.shards ([[data.mix]] entries). Each window of a batch is
+  // drawn from entry i with probability weight_i / (sum of the weights), from a stream fixed by (run.seed, step,
+  // micro-step), so a resume continues it bitwise. The validation split stays data.val_shards.
+  std::vector<ShardMix> mix;
+  bool sharded() const { return !shards.empty() || !mix.empty(); }
   // Where the data sets are: "${data_root}" in data.path, eval.sts, eval.beir or tokenizer.model stands for it.
   // Empty = the environment variable SPREAD_DATA, else "../shared/data" (relative to the working directory). The
   // resolved recipe holds the folder and the paths it gave.

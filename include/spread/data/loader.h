@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <torch/types.h>
 
+#include <vector>
+
 #include "spread/data/token_file.h"
 
 namespace spread {
@@ -14,13 +16,24 @@ struct Batch {
 };
 
 
+// A token stream and its share of a mixture's windows (a relative weight, > 0).
+struct WeightedTokens {
+  const TokenFile* tokens;
+  double weight = 1.0;
+};
+
 class WindowSampler {
  public:
   WindowSampler(const TokenFile& tokens, int64_t block_size, uint64_t seed);
+  // A mixture: each window comes from source i with probability weight_i / (sum of the weights); the source and
+  // the window are both drawn from the stateless stream, so (seed, step, micro) still fixes the batch. One source
+  // draws exactly the windows of the constructor above.
+  WindowSampler(std::vector<WeightedTokens> sources, int64_t block_size, uint64_t seed);
   Batch sample(int64_t batch_size, uint64_t step, uint64_t micro = 0) const;
 
  private:
-  const TokenFile& tokens_;
+  std::vector<WeightedTokens> sources_;
+  std::vector<double> cumulative_;  // the sources' normalised weights, summed; the last is 1
   int64_t block_;
   uint64_t seed_;
 };

@@ -5,21 +5,32 @@
 // the file and how to recover: a tokenizer rebuilt from changed data gives a model whose ids mean other text.
 #include <set>
 #include <string>
+#include <vector>
 
 namespace spread {
 
 inline constexpr const char* kRunFilesName = "checksums.json";
 
-// Records whichever of tokenizer.{json,model,chars}, train.bin and val.bin exist in run_dir.
-void record_run_files(const std::string& run_dir);
+// The files one recipe key names (data.shards, data.mix[i].shards, data.val_shards), in the order they are read.
+struct ShardList {
+  std::string key;
+  std::vector<std::string> files;
+};
+
+// Records whichever of tokenizer.{json,model,chars}, train.bin and val.bin exist in run_dir, and the token shards
+// the run reads where they are. A shard's fingerprint is its size and the CRC-32 of its first and last MiB (not of
+// all of it: a resume over 20 GB of shards would read them all first); a shard made again from other text differs
+// in its size or in those bytes all but surely.
+void record_run_files(const std::string& run_dir, const std::vector<ShardList>& shards = {});
 // False for a run started by a spread older than the record.
 bool has_run_files_record(const std::string& run_dir);
 
 // Allowed: a missing token file is no error, since it is rebuilt from the data (and then checked with Refused).
 // A missing tokenizer file never is.
 enum class MissingTokenFiles { Allowed, Refused };
-// Throws UserError naming the first recorded file that is missing or differs. No record: nothing to check.
-void verify_run_files(const std::string& run_dir, MissingTokenFiles missing);
+// Throws UserError naming the first recorded file that is missing or differs, or the key whose pattern now names
+// other shards than `shards` (the recipe's, globbed now) recorded. No record: nothing to check.
+void verify_run_files(const std::string& run_dir, MissingTokenFiles missing, const std::vector<ShardList>& shards = {});
 
 // What a fresh start made, removed again when it fails before training: a half-made run directory (recipe.toml,
 // train.lock, tokenizer files) would be listed by `compare` as "running or stopped". Only what the start made

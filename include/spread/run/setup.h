@@ -9,6 +9,7 @@
 #include "spread/data/token_file.h"
 #include "spread/data/tokenizer.h"
 #include "spread/model/transformer.h"
+#include "spread/run/run_files.h"
 
 namespace spread {
 
@@ -26,15 +27,33 @@ void check_lowercase_matches(const Recipe& recipe, const Tokenizer& tokenizer);
 // Parses run.device and checks that it exists here (UserError naming run.device otherwise).
 torch::Device recipe_device(const Recipe& recipe);
 
+// A training token stream: the text's train.bin or data.shards (weight 1), or one [[data.mix]] entry.
+struct TrainTokens {
+  std::unique_ptr<TokenFile> tokens;
+  double weight = 1.0;
+  std::string key;  // the recipe key that named its files ("data.shards", "data.mix[1].shards"); "" for train.bin
+};
+
 struct RunData {
   std::shared_ptr<Tokenizer> tokenizer;
-  std::unique_ptr<TokenFile> train;
+  std::vector<TrainTokens> train;  // one stream, or a mixture's
   std::unique_ptr<TokenFile> val;
 };
 
 // The files a data.shards pattern names (glob(7)), in name order; UserError naming `key` and the recipe `source`
 // when there are none.
 std::vector<std::string> shard_files(const std::string& pattern, const std::string& key, const std::string& source);
+
+// A recipe's shard file pattern, with the key that gave it and its share of the training windows.
+struct ShardPattern {
+  std::string key, pattern;
+  double weight = 1.0;
+};
+// The training patterns (data.shards, or each [[data.mix]] entry as "data.mix[i].shards"); empty without shards.
+std::vector<ShardPattern> train_shard_patterns(const Recipe& recipe);
+// Every shard file the recipe names now, by key, the training sets then data.val_shards: what a run records when
+// it starts and checks when it resumes (run/run_files.h). Empty without shards.
+std::vector<ShardList> shard_lists(const Recipe& recipe);
 
 // An LM run's validation tokens: its val.bin, or its data.val_shards (ids checked against vocab_size).
 std::unique_ptr<TokenFile> validation_tokens(const Recipe& recipe, const std::string& run_dir, int64_t vocab_size);
