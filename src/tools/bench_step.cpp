@@ -8,6 +8,8 @@
 // initial weights, each with its own optimizer, and the line says what ran in bf16.
 //   bench_step RECIPE --with train.precision=bf16     (bf16 mixed precision against float32)
 //   bench_step RECIPE --with train.optimizer=muon     (Muon's step against AdamW's)
+//   bench_step RECIPE --with 'data.mix=[...]' --with data.val_shards=...   (a shard mixture's loader against the
+//                                                     text's train.bin: the same model on other tokens)
 #include <fmt/format.h>
 #include <torch/torch.h>
 #include <unistd.h>
@@ -41,15 +43,26 @@ void copy_optimizer_keys(const spread::TrainConfig& from, spread::TrainConfig& t
   to.muon_adjust_lr = from.muon_adjust_lr;
 }
 
+// The keys that say where an LM's tokens come from: text tokenised into the run, token shards, or a mixture.
+void copy_token_source_keys(const spread::DataConfig& from, spread::DataConfig& to) {
+  to.source = from.source;
+  to.path = from.path;
+  to.shards = from.shards;
+  to.val_shards = from.val_shards;
+  to.mix = from.mix;
+}
+
 // B - A is the objective's cost only if nothing but [loss.*] differs (the model, data and optimizer are A's), or
-// the precision the same model computes in, or the optimizer.
+// the precision the same model computes in, or the optimizer, or where the tokens come from (the loader's cost).
 void require_same_apart_from_loss(const spread::Recipe& a, spread::Recipe b) {
   b.loss = a.loss;
   b.train.precision = a.train.precision;
   copy_optimizer_keys(a.train, b.train);
+  copy_token_source_keys(a.data, b.data);
   if (spread::recipe_to_toml(a) != spread::recipe_to_toml(b))
-    throw spread::UserError("bench_step: --with may change only [loss.*] keys (the objective), train.precision and "
-                            "the optimizer's keys (train.optimizer, train.muon_*), not the model, data, run or "
+    throw spread::UserError("bench_step: --with may change only [loss.*] keys (the objective), train.precision, "
+                            "the optimizer's keys (train.optimizer, train.muon_*) and where the tokens come from "
+                            "(data.source, data.path, data.shards, data.val_shards, data.mix), not the model, run or "
                             "other training settings");
 }
 
@@ -91,11 +104,17 @@ Args parse(int argc, char** argv) {
   }
   if (!args.count("recipe") || !args.count("with"))
     throw spread::UserError("bench_step: give a RECIPE and at least one --with key=value (see --help)");
-  // As `spread train`: read --set only when given (a default would be one empty override).
-  std::vector<std::string> sets;
-  if (args.count("set")) sets = args["set"].as<std::vector<std::string>>();
+  // As `spread train`: each value whole, in the order given (as<vector> would also split one at its commas, and
+  // 'data.mix=[{...}, {...}]' holds some).
+  auto every = [&](const std::string& name) {
+    std::vector<std::string> values;
+    for (const auto& kv : args.arguments())
+      if (kv.key() == name) values.push_back(kv.value());
+    return values;
+  };
+  const std::vector<std::string> sets = every("set");
   auto with = sets;
-  for (const auto& w : args["with"].as<std::vector<std::string>>()) with.push_back(w);
+  for (const auto& w : every("with")) with.push_back(w);
   const auto path = args["recipe"].as<std::string>();
   Args a{spread::load_recipe(path, sets), spread::load_recipe(path, with), args["pairs"].as<int64_t>(),
          args["warmup"].as<int64_t>()};
@@ -116,8 +135,9 @@ int run(int argc, char** argv) {
   } cleanup{dir};
   const torch::Device device = spread::recipe_device(ra);
   auto quiet = [](const std::string&) {};
-  auto task_a = spread::make_task(ra, dir.string(), device, quiet);
-  auto task_b = spread::make_task(args.b, dir.string(), device, quiet);
+  // A folder each: their data may differ (text tokenised into A's, shards read where they are for B).
+  auto task_a = spread::make_task(ra, (dir / "a").string(), device, quiet);
+  auto task_b = spread::make_task(args.b, (dir / "b").string(), device, quiet);
 
   const spread::PrecisionPlan precision_a = spread::plan_precision(ra.train.precision, device);
   const spread::PrecisionPlan precision_b = spread::plan_precision(args.b.train.precision, device);
