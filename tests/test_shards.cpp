@@ -330,3 +330,22 @@ TEST(Shards, AResumeRefusesChangedShards) {
   EXPECT_NE(r.output.find("differs from the shard the run started with"), std::string::npos) << r.output;
   EXPECT_EQ(spread::list_checkpoints(run), checkpoints);
 }
+
+// A shard whose ids the tokenizer does not have, met mid-run (a mixture's rare set): exit 2 naming the shard and
+// the key, and the checkpoints written before it kept.
+TEST(Shards, ABadShardMetMidRunIsNamedAndTheCheckpointsKept) {
+  SHARED_DATA_OR_SKIP(gpt2, "tokenizers/gpt2");
+  const MixFixture f("mix_bad");
+  write_llmc_shard(f.dir / "b_train_000000.bin", std::vector<uint16_t>(4000, 60000));  // past GPT-2's 50,257 ids
+  std::string args = f.train("bad", gpt2, 100000);
+  const std::string weights = "weight = 0.3";
+  args.replace(args.find(weights), weights.size(), "weight = 0.005");  // about one window in 200 meets it
+  const auto r = spread::testing::run_spread_env("", args);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find((f.dir / "b_train_000000.bin").string()), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("data.mix[1].shards"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("is id 60000"), std::string::npos) << r.output;
+  const auto kept = spread::list_checkpoints((f.dir / "runs" / "bad").string());
+  ASSERT_FALSE(kept.empty()) << "the run met the shard before its first checkpoint; pick a smaller weight\n" << r.output;
+  EXPECT_GE(spread::read_checkpoint(kept.front()).step, 4);
+}
