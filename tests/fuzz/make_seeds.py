@@ -251,6 +251,11 @@ def shard_and_choices_seeds():
     put("choices", "refused_nested_300_deep.jsonl", "[" * 300 + "]" * 300 + "\n")
 
 
+MIX_RECIPE = ('[train]\nobjective = "lm"\n[tokenizer]\nkind = "hf"\npath = "gpt2/tokenizer.json"\n'
+              '[data]\nval_shards = "fw/val_*.bin"\n[[data.mix]]\nshards = "fw/train_*.bin"\nweight = 0.7\n'
+              '[[data.mix]]\nshards = "code/train_*.bin"\nweight = 0.3\n')
+
+
 def data_seeds():
     # Recipes that name a model folder are checked against it later; parsed alone, some are refused.
     for recipe in sorted((ROOT / "recipes").glob("*.toml")):
@@ -260,6 +265,8 @@ def data_seeds():
         text = recipe.read_text(encoding="utf-8").replace("${data_root}", "data")
         put("recipe", ("accepted_" if standalone else "input_") + recipe.name, text)
     put("recipe", "refused_unknown_key.toml", '[train]\nno_such_key = 1\n')
+    put("recipe", "accepted_shard_mix.toml", MIX_RECIPE)
+    put("recipe", "refused_shard_mix_zero_weight.toml", MIX_RECIPE.replace("weight = 0.3", "weight = 0"))
     put("recipe_set", "accepted_overrides", "train.lr=3e-4\nmodel.n_layer=2\nloss.dispersion.lambda=0.1\n"
                                             'train.objective="lm"\n')
     put("recipe_set", "refused_bad_key", "train.no_such=1\n")
