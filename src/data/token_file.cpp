@@ -16,7 +16,10 @@ namespace {
 constexpr char kMagic[8] = {'S', 'P', 'R', 'D', 'T', 'O', 'K', '\0'};
 constexpr uint32_t kVersion = 1;
 constexpr int32_t kShardMagic = 20240520;
-constexpr size_t kShardHeaderInts = 256;
+constexpr size_t kShardHeaderInts = kShardHeaderBytes / 4;
+// header[3] of a shard whose header[4..5] hold its text's byte count: the bytes "SPRD", a value no llm.c script
+// writes there (they write 0).
+constexpr int32_t kSourceBytesMarker = 0x44525053;
 
 struct Header {
   char magic[8];
@@ -57,15 +60,24 @@ void write_token_file(const std::string& path, const std::vector<int32_t>& token
   rename_file(tmp, path);
 }
 
+std::string shard_header(uint32_t width, int64_t count, std::optional<uint64_t> source_bytes) {
+  int32_t header[kShardHeaderInts] = {};
+  header[0] = kShardMagic;
+  header[1] = width == 2 ? 1 : 2;
+  header[2] = int32_t(count);
+  if (source_bytes) {
+    header[3] = kSourceBytesMarker;
+    std::memcpy(&header[4], &*source_bytes, sizeof(uint64_t));  // little endian, as the whole format
+  }
+  return std::string(reinterpret_cast<const char*>(header), sizeof header);
+}
+
 void write_token_shard(const std::string& path, const std::vector<int32_t>& tokens) {
   int32_t max_id = 0;
   for (auto t : tokens) max_id = std::max(max_id, t);
-  std::vector<int32_t> header(kShardHeaderInts, 0);
-  header[0] = kShardMagic;
-  header[1] = max_id < 65536 ? 1 : 2;
-  header[2] = int32_t(tokens.size());
-  std::string bytes(reinterpret_cast<const char*>(header.data()), kShardHeaderInts * 4);
-  if (header[1] == 1) {
+  const uint32_t width = max_id < 65536 ? 2 : 4;
+  std::string bytes = shard_header(width, int64_t(tokens.size()), std::nullopt);
+  if (width == 2) {
     std::vector<uint16_t> narrow(tokens.begin(), tokens.end());
     bytes.append(reinterpret_cast<const char*>(narrow.data()), narrow.size() * 2);
   } else {
@@ -93,6 +105,7 @@ TokenFile::Part TokenFile::open_part(const std::string& path) {
     p.width = h.width;
     p.count = h.count;
     p.source_bytes = h.source_bytes;
+    p.bytes_known = h.source_bytes > 0;
     p.data = bytes.data() + sizeof(Header);
     return p;
   }
@@ -110,6 +123,8 @@ TokenFile::Part TokenFile::open_part(const std::string& path) {
                      "the file is truncated or damaged; make it again");
   p.width = width;
   p.count = uint64_t(header[2]);
+  p.bytes_known = header[3] == kSourceBytesMarker;
+  if (p.bytes_known) std::memcpy(&p.source_bytes, &header[4], sizeof(uint64_t));
   p.data = bytes.data() + sizeof header;
   return p;
 }
@@ -121,7 +136,7 @@ TokenFile::TokenFile(const std::vector<std::string>& paths, int64_t vocab_size, 
   bool bytes_known = true;
   for (const auto& path : paths) {
     Part p = open_part(path);
-    bytes_known = bytes_known && p.source_bytes > 0;
+    bytes_known = bytes_known && p.bytes_known;
     source_bytes_ += p.source_bytes;
     p.first = size_;
     size_ += p.count;
