@@ -82,20 +82,18 @@ bool is_run_directory(const fs::path& path) {
 }
 
 LineTokenizer open_tokenizer(const TokenizeRequest& request) {
-  if (!fs::exists(request.tokenizer))
-    throw user_error(request.tokenizer, 0, "--tokenizer", "does not exist",
-                     "give a tokenizer.json, vocab.txt, vocab.json, a folder holding one, or a spread run directory");
-  if (is_run_directory(request.tokenizer)) {
-    std::shared_ptr<const Tokenizer> t = load_tokenizer(request.tokenizer);
+  const TokenizerAtPath opened = open_tokenizer_at(request.tokenizer, "--tokenizer",
+                                                   /*file_truncation_and_padding=*/true);
+  if (opened.run) {
+    const auto t = opened.run;
     return {[t](const std::string& text) { return t->encode(text); },
-            [t](const Ids& ids) { return t->decode(ids); },
-            fmt::format("run tokenizer ({}) of {}", t->kind(), request.tokenizer)};
+            [t](const Ids& ids) { return t->decode(ids); }, opened.source};
   }
-  std::shared_ptr<const hf::Tokenizer> t = hf::Tokenizer::load(request.tokenizer);
+  const auto t = opened.hf;
   const bool special = request.add_special_tokens;
   return {[t, special](const std::string& text) { return t->encode(text, special).ids; },
           [t, special](const Ids& ids) { return t->decode(ids, /*skip_special_tokens=*/!special); },
-          "hf tokenizer " + request.tokenizer, batch_padding_of(t->to_json())};
+          opened.source, batch_padding_of(t->to_json())};
 }
 
 std::vector<std::string> read_lines(const std::string& path) {
@@ -118,20 +116,12 @@ std::vector<std::string> read_lines(const std::string& path) {
 constexpr double kEncodeBytesPerTextByte = 140;
 
 void refuse_lines_beyond_memory(const std::vector<std::string>& lines, const std::string& path) {
-  if (!memory_checks_enabled() || lines.empty()) return;
+  if (lines.empty()) return;
   const auto longest = std::max_element(lines.begin(), lines.end(),
                                         [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
   // The threads encode lines side by side: as many of the longest at once, in the worst case.
-  const double threads = double(std::min<int64_t>(at::get_num_threads(), int64_t(lines.size())));
-  const double need = kEncodeBytesPerTextByte * double(longest->size()) * threads;
-  const AvailableMemory available = available_memory();
-  if (available.bytes <= 0 || need <= available.bytes) return;
-  throw user_error(path, int(longest - lines.begin()) + 1, "--in",
-                   fmt::format("a line of {} takes about {} to tokenize ({} bytes per byte, {} thread(s)), more than "
-                               "the {} available ({})", memory_size_text(double(longest->size())),
-                               memory_size_text(need), kEncodeBytesPerTextByte, threads,
-                               memory_size_text(available.bytes), available.source),
-                   "split the line, or use fewer threads (OMP_NUM_THREADS); SPREAD_MEMORY_CHECK=0 skips this check");
+  refuse_text_beyond_memory(double(longest->size()), std::min<int64_t>(at::get_num_threads(), int64_t(lines.size())),
+                            fmt::format("{}:{}", path, longest - lines.begin() + 1));
 }
 
 // "[101, 7592, 102]" of a line in decode mode; UserError (without the place, which the caller adds) otherwise.
@@ -223,6 +213,32 @@ void run_lines(const std::vector<std::string>& lines, const std::string& file, c
 }
 
 }  // namespace
+
+TokenizerAtPath open_tokenizer_at(const std::string& path, const std::string& option,
+                                  bool file_truncation_and_padding) {
+  if (!fs::exists(path))
+    throw user_error(path, 0, option, "does not exist",
+                     "give a tokenizer.json, vocab.txt, vocab.json, a folder holding one, or a spread run directory");
+  if (is_run_directory(path)) {
+    std::shared_ptr<const Tokenizer> t = load_tokenizer(path);
+    const std::string source = fmt::format("run tokenizer ({}) of {}", t->kind(), path);
+    return {t, nullptr, source};
+  }
+  return {nullptr, hf::Tokenizer::load(path, file_truncation_and_padding), "hf tokenizer " + path};
+}
+
+void refuse_text_beyond_memory(double bytes, int64_t threads, const std::string& where) {
+  if (!memory_checks_enabled()) return;
+  const double need = kEncodeBytesPerTextByte * bytes * double(threads);
+  const AvailableMemory available = available_memory();
+  if (available.bytes <= 0 || need <= available.bytes) return;
+  throw user_error(where, 0, "--in",
+                   fmt::format("a line of {} takes about {} to tokenize ({} bytes per byte, {} thread(s)), more than "
+                               "the {} available ({})", memory_size_text(bytes), memory_size_text(need),
+                               kEncodeBytesPerTextByte, threads, memory_size_text(available.bytes),
+                               available.source),
+                   "split the line, or use fewer threads (OMP_NUM_THREADS); SPREAD_MEMORY_CHECK=0 skips this check");
+}
 
 TokenizeResult tokenize_file(const TokenizeRequest& request) {
   refuse_output_over_input(request.out, request.in, "--out");

@@ -13,9 +13,32 @@
 // work); an empty `out` writes to stdout. Bad input (invalid UTF-8, a line that is not a JSON list of ids, an id
 // outside the vocabulary): UserError "IN:LINE: ...", the first such line of the file.
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace spread {
+
+class Tokenizer;
+namespace hf {
+class Tokenizer;
+}
+
+// The tokenizer a --tokenizer PATH names, read the same way by every mode of `spread tokenize`: a spread run
+// directory gives that run's own tokenizer (`run`), anything hf::Tokenizer::load reads a Hugging Face one (`hf`);
+// exactly one of the two is set. file_truncation_and_padding: whether the Hugging Face file's own truncation and
+// padding apply, as in the reference's encode (off for shards, whose documents are never cut). UserError naming
+// `option` when PATH does not exist, and the loaders' errors for a file they cannot read.
+struct TokenizerAtPath {
+  std::shared_ptr<const Tokenizer> run;
+  std::shared_ptr<const hf::Tokenizer> hf;
+  std::string source;  // "hf tokenizer PATH" or "run tokenizer (KIND) of RUN_DIR"
+};
+TokenizerAtPath open_tokenizer_at(const std::string& path, const std::string& option,
+                                  bool file_truncation_and_padding);
+
+// Encoding a text takes memory in proportion to it, all at once; UserError at `where` (FILE:LINE) when `threads`
+// texts of `bytes` each, encoded side by side, would need more than the memory available.
+void refuse_text_beyond_memory(double bytes, int64_t threads, const std::string& where);
 
 struct TokenizeRequest {
   std::string tokenizer;  // tokenizer file, folder, or run directory
