@@ -46,8 +46,8 @@ ours() {  # TOKENIZER TEXT: a JSON line {wall_s, in_process_s, tokens, rss_kib}
   rm -rf "$work/out"
   local t0 t1
   t0=$(date +%s.%N)
-  OMP_NUM_THREADS="$threads" /usr/bin/time -f '%M' -o "$work/rss" \
-    "$build/spread" tokenize --tokenizer "$1" --shards "$work/out" --in "$2" 2> "$work/ours.log"
+  /usr/bin/time -f '%M' -o "$work/rss" \
+    "$build/spread" tokenize --tokenizer "$1" --shards "$work/out" --in "$2" --threads "$threads" 2> "$work/ours.log"
   t1=$(date +%s.%N)
   python3 - "$t0" "$t1" "$work/out/tokenize.jsonl" "$work/rss" <<'PY'
 import json, sys

@@ -349,3 +349,46 @@ TEST(Shards, ABadShardMetMidRunIsNamedAndTheCheckpointsKept) {
   ASSERT_FALSE(kept.empty()) << "the run met the shard before its first checkpoint; pick a smaller weight\n" << r.output;
   EXPECT_GE(spread::read_checkpoint(kept.front()).step, 4);
 }
+
+// Shards made by `spread tokenize --shards` from text train a model whose val_bpb follows from the validation
+// shard's own text: val_loss / ln 2 / (bytes per token), the bytes counted here from the lines it holds.
+TEST(Shards, ShardsWrittenFromTextGiveBitsPerByte) {
+  SHARED_DATA_OR_SKIP(gpt2, "tokenizers/gpt2");
+  const fs::path dir = scratch("written");
+  std::vector<std::string> lines;
+  for (int i = 0; i < 600; ++i)
+    lines.push_back(fmt::format("line {} counts {} sheep, caf\u00e9 number {}", i, (7 * i) % 31, i % 11));
+  {
+    std::ofstream text(dir / "corpus.txt");
+    for (const auto& l : lines) text << l << "\n";
+  }
+  const auto made = spread::testing::run_spread_env(
+      "", fmt::format("tokenize --tokenizer {} --shards {} --in {} --val-tokens 1500 --shard-tokens 4000", gpt2,
+                      (dir / "shards").string(), (dir / "corpus.txt").string()));
+  ASSERT_EQ(made.code, 0) << made.output;
+  const spread::TokenFile val((dir / "shards" / "val_000000.bin").string());
+  int64_t documents = 0;  // whole lines: each ends with GPT-2's end of text
+  for (uint64_t i = 0; i < val.size(); ++i) documents += val[i] == 50256;
+  ASSERT_EQ(val[val.size() - 1], 50256);
+  uint64_t bytes = 0;
+  for (int64_t i = 0; i < documents; ++i) bytes += lines[size_t(i)].size();
+  EXPECT_EQ(val.source_bytes(), bytes);
+  std::ofstream(dir / "lm.toml") << "# every key from --set\n";
+  const auto trained = spread::testing::run_spread_env(
+      "", fmt::format("train {} --set run.out_dir={} --set 'data.shards={}/shards/train_*.bin' "
+                      "--set 'data.val_shards={}/shards/val_*.bin' --set tokenizer.kind=hf --set tokenizer.path={} "
+                      "--set model.n_layer=1 --set model.n_head=2 --set model.n_embd=16 --set model.block_size=32 "
+                      "--set train.batch_size=4 --set train.max_steps=2 --set train.eval_every=2 --set run.threads=1",
+                      (dir / "lm.toml").string(), (dir / "runs").string(), dir.string(), dir.string(), gpt2));
+  ASSERT_EQ(trained.code, 0) << trained.output;
+  bool seen = false;
+  for (const auto& j : spread::read_metrics((dir / "runs" / "run" / "metrics.jsonl").string())) {
+    if (!j.contains("val_loss")) continue;
+    ASSERT_TRUE(j.contains("val_bpb")) << j.dump();
+    const double expected = j["val_loss"].get<double>() / std::log(2.0) / (double(bytes) / double(val.size()));
+    EXPECT_NEAR(j["val_bpb"].get<double>(), expected, 1e-9 * expected) << j.dump();
+    seen = true;
+  }
+  EXPECT_TRUE(seen);
+  fs::remove_all(dir);
+}

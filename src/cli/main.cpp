@@ -39,7 +39,8 @@ commands:
   split      carve a dev split from a BEIR folder's training queries (qrels/train.tsv and qrels/dev.tsv)
   mine       hard negatives for training pairs, as sentence-transformers' mine_hard_negatives picks them
   export     a run as a Hugging Face GPT-2 folder (LM) or a sentence-transformers folder (encoder)
-  tokenize   token ids of text lines (--decode: text of id lists) with a Hugging Face tokenizer or a run's own
+  tokenize   token ids of text lines (--decode: text of id lists; --shards: token shards for pretraining) with a
+             Hugging Face tokenizer or a run's own
   info       this build's LibTorch, whether it has CUDA and which GPUs it sees, BLAS and threads
   recipe     the recipe reference: every key, its type, default, allowed values and meaning (--keys)
 )";

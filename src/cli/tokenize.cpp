@@ -24,6 +24,7 @@ int write_shards_command(const cxxopts::ParseResult& args) {
   request.val_tokens = args["val-tokens"].as<int64_t>();
   request.column = args["column"].as<std::string>();
   if (args.count("eot")) request.eot = args["eot"].as<std::string>();
+  request.threads = int(int_option(args, "threads", 0, 4096));
   const ShardResult r = write_shards(request);
   fmt::print(stderr,
              "wrote {} shard(s) into {}: {} tokens ({} in validation) of {} documents, {:.1f} MB from {} file(s), in "
@@ -66,6 +67,7 @@ int cmd_tokenize(int argc, char** argv) {
       ("val-tokens", "tokens of whole documents for val_000000.bin first (0: no validation shard)",
        cxxopts::value<int64_t>()->default_value("0"), "N")
       ("column", "the key of a .jsonl line's document", cxxopts::value<std::string>()->default_value("text"), "KEY")
+      ("threads", "with --shards: encoding threads (0 = every core)", cxxopts::value<int64_t>()->default_value("0"), "N")
       ("eot", "the token that ends each document (default: the tokenizer's own: <|endoftext|>, </s>, "
        "<|end_of_text|>, <eos> or [SEP], or a run tokenizer's end of sentence)", cxxopts::value<std::string>(),
        "TOKEN")
@@ -79,7 +81,7 @@ int cmd_tokenize(int argc, char** argv) {
       throw UserError("--shards writes shards: leave out --out, --decode and --no-special");
     return write_shards_command(args);
   }
-  for (const char* shard_option : {"shard-tokens", "val-tokens", "column", "eot"})
+  for (const char* shard_option : {"shard-tokens", "val-tokens", "column", "eot", "threads"})
     if (args.count(shard_option))
       throw UserError(fmt::format("--{} is an option of --shards OUT_DIR", shard_option));
   TokenizeRequest request;

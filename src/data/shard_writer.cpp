@@ -2,7 +2,6 @@
 // shards, in input order.
 #include "spread/data/shard_writer.h"
 
-#include <ATen/Parallel.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <glob.h>
@@ -634,7 +633,9 @@ ShardResult write_shards(const ShardRequest& request) {
   const DocumentEncoder encoder(open_tokenizer_at(request.tokenizer, "--tokenizer",
                                                   /*file_truncation_and_padding=*/false),
                                 request.eot);
-  const int threads = request.threads > 0 ? request.threads : at::get_num_threads();
+  // Every core by default: the workers run no BLAS, so LibTorch's intra-op count (1 where OpenBLAS brings its own
+  // pthreads, runtime/blas.h) says nothing about them.
+  const int threads = request.threads > 0 ? request.threads : int(std::max(1u, std::thread::hardware_concurrency()));
 
   ShardSet shards(request.out_dir, request.shard_tokens, request.val_tokens, token_width(encoder.vocab_size()));
   Totals totals;

@@ -47,7 +47,7 @@ struct ShardRequest {
   int64_t val_tokens = 0;
   std::string column = "text";      // the document's key in each line of a .jsonl input
   std::string eot;                  // the end-of-text token; "" = the tokenizer's own
-  int threads = 0;                  // 0 = LibTorch's intra-op threads (at::get_num_threads())
+  int threads = 0;                  // 0 = every core (std::thread::hardware_concurrency())
   int64_t chunk_bytes = 4 << 20;    // text per unit of work
   bool print_progress = true;       // the stderr lines (tokenize.jsonl is always written)
 };
