@@ -233,14 +233,18 @@ def spread_run_seeds(spread, work, hf_tokenizer_json):
         {"normalize": True, "include_prompt": False, "prompts": {"query": "query: "}, "default_prompt_name": ""}))
 
 
-def llmc_shard(version, count, tokens):
-    header = [20240520, version, count] + [0] * 253
-    return struct.pack("<256i", *header) + struct.pack("<%d%s" % (len(tokens), "H" if version == 1 else "I"), *tokens)
+def llmc_shard(version, count, tokens, source_bytes=None):
+    # source_bytes: spread's extension, header[3] = "SPRD" and header[4..5] = the text's uint64 byte count
+    extension = [0, 0, 0] if source_bytes is None else [0x44525053, source_bytes & 0xFFFFFFFF, source_bytes >> 32]
+    header = [20240520, version, count] + extension + [0] * 250
+    return (struct.pack("<3i", *header[:3]) + struct.pack("<3I", *header[3:6]) + struct.pack("<250i", *header[6:]) +
+            struct.pack("<%d%s" % (len(tokens), "H" if version == 1 else "I"), *tokens))
 
 
 def shard_and_choices_seeds():
     put("token_file", "accepted_llmc_shard_v1.bin", llmc_shard(1, 6, [50256, 1, 2, 65535, 7, 300]))
     put("token_file", "accepted_llmc_shard_v2_uint32.bin", llmc_shard(2, 3, [70000, 1, 2]))
+    put("token_file", "accepted_llmc_shard_with_byte_count.bin", llmc_shard(1, 4, [464, 3797, 3332, 50256], 19))
     put("token_file", "refused_llmc_count_past_the_file.bin", llmc_shard(1, 7, [1, 2, 3]))
     put("token_file", "refused_llmc_negative_count.bin", llmc_shard(1, -2, [1, 2]))
     items = [{"context": "The cat sat on the", "endings": [" mat.", " moon."], "label": 0},
