@@ -58,6 +58,11 @@ std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
+// The model the training tests here take: one layer of width 16, block 32, batches of 4.
+constexpr const char* kTinyLm =
+    "--set model.n_layer=1 --set model.n_head=2 --set model.n_embd=16 --set model.block_size=32 "
+    "--set train.batch_size=4";
+
 // A stream that a tiny model can learn: counting up in steps of 3 modulo 400, ids below GPT-2's 50,257.
 std::vector<uint16_t> pattern(size_t n, size_t offset) {
   std::vector<uint16_t> t(n);
@@ -152,11 +157,11 @@ TEST(Shards, AnLmTrainsFromShardsAndResumesBitwise) {
     return spread::testing::run_spread_env(
         "", fmt::format("train {} --set run.name={} --set run.out_dir={} --set 'data.shards={}/fw_train_*.bin' "
                         "--set 'data.val_shards={}/fw_val_*.bin' --set tokenizer.kind=hf --set tokenizer.path={} "
-                        "--set model.n_layer=1 --set model.n_head=2 --set model.n_embd=16 --set model.block_size=32 "
-                        "--set train.batch_size=4 --set train.max_steps=8 --set train.eval_every=4 "
+                        "{} --set train.max_steps=8 --set train.eval_every=4 "
                         "--set train.ckpt_every=4 --set train.warmup_steps=1 --set train.log_every=1 "
                         "--set train.schedule=wsd --set train.optimizer=muon",
-                        (dir / "lm.toml").string(), name, (dir / "runs").string(), dir.string(), dir.string(), gpt2));
+                        (dir / "lm.toml").string(), name, (dir / "runs").string(), dir.string(), dir.string(), gpt2,
+                        kTinyLm));
   };
   const auto straight = train("straight");
   ASSERT_EQ(straight.code, 0) << straight.output;
@@ -256,12 +261,11 @@ struct MixFixture {
         "train {} --set run.name={} --set run.out_dir={} "
         "--set 'data.mix=[{{shards = \"{}/a_train_*.bin\", weight = 0.7}}, {{shards = \"{}/b_train_*.bin\", "
         "weight = 0.3}}]' --set 'data.val_shards={}/val_*.bin' --set tokenizer.kind=hf --set tokenizer.path={} "
-        "--set model.n_layer=1 --set model.n_head=2 --set model.n_embd=16 --set model.block_size=32 "
-        "--set train.batch_size=4 --set train.max_steps={} --set train.eval_every=0 --set train.ckpt_every=4 "
+        "{} --set train.max_steps={} --set train.eval_every=0 --set train.ckpt_every=4 "
         "--set train.warmup_steps=0 --set train.lr=0.003 --set train.min_lr=0.003 --set train.log_every=1 "
         "--set run.threads=1",
         (dir / "lm.toml").string(), name, (dir / "runs").string(), dir.string(), dir.string(), dir.string(), gpt2,
-        max_steps);
+        kTinyLm, max_steps);
   }
   std::map<int64_t, double> losses(const std::string& name) const {
     std::map<int64_t, double> out;
@@ -377,9 +381,9 @@ TEST(Shards, ShardsWrittenFromTextGiveBitsPerByte) {
   const auto trained = spread::testing::run_spread_env(
       "", fmt::format("train {} --set run.out_dir={} --set 'data.shards={}/shards/train_*.bin' "
                       "--set 'data.val_shards={}/shards/val_*.bin' --set tokenizer.kind=hf --set tokenizer.path={} "
-                      "--set model.n_layer=1 --set model.n_head=2 --set model.n_embd=16 --set model.block_size=32 "
-                      "--set train.batch_size=4 --set train.max_steps=2 --set train.eval_every=2 --set run.threads=1",
-                      (dir / "lm.toml").string(), (dir / "runs").string(), dir.string(), dir.string(), gpt2));
+                      "{} --set train.max_steps=2 --set train.eval_every=2 --set run.threads=1",
+                      (dir / "lm.toml").string(), (dir / "runs").string(), dir.string(), dir.string(), gpt2,
+                      kTinyLm));
   ASSERT_EQ(trained.code, 0) << trained.output;
   bool seen = false;
   for (const auto& j : spread::read_metrics((dir / "runs" / "run" / "metrics.jsonl").string())) {
