@@ -229,20 +229,6 @@ struct EncodedChunk {
   uint64_t input_bytes = 0;
 };
 
-// The string under `column` of a JSONL line; UserError at `where` otherwise.
-std::string json_document(std::string_view line, const std::string& column, const std::string& where) {
-  refuse_deep_json(line, where);
-  const auto doc = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  const std::string fix = "each line of a .jsonl input must be a JSON object holding the document as a string under "
-                          "--column (now '" + column + "')";
-  if (doc.is_discarded()) throw user_error(where, 0, "", "not valid JSON", fix);
-  if (!doc.is_object()) throw user_error(where, 0, "", std::string("a JSON ") + doc.type_name() + ", not an object", fix);
-  const auto it = doc.find(column);
-  if (it == doc.end()) throw user_error(where, 0, "--column", "no key '" + column + "' in the object", fix);
-  if (!it->is_string())
-    throw user_error(where, 0, "--column", fmt::format("'{}' is a {}, not a string", column, it->type_name()), fix);
-  return it->get<std::string>();
-}
 
 // Every document of the chunk, in order; UserError naming FILE:LINE of the first bad one.
 EncodedChunk encode_chunk(const Chunk& chunk, const InputFile& file, const DocumentEncoder& encoder,
@@ -260,7 +246,7 @@ EncodedChunk encode_chunk(const Chunk& chunk, const InputFile& file, const Docum
     if (const int64_t bad = hf::first_invalid_utf8(text); bad >= 0)
       throw user_error(where(), 0, "", fmt::format("invalid UTF-8 at byte {} of the line", bad),
                        "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8), or remove the line");
-    const std::string json_text = file.jsonl ? json_document(text, column, where()) : std::string();
+    const std::string json_text = file.jsonl ? jsonl_document(text, column, where()) : std::string();
     const std::string_view document = file.jsonl ? std::string_view(json_text) : text;
     if (document.empty()) continue;
     const size_t before = out.ids.size();
@@ -624,6 +610,20 @@ void prepare_out_dir(const std::string& dir) {
 }
 
 }  // namespace
+
+std::string jsonl_document(std::string_view line, const std::string& column, const std::string& where) {
+  refuse_deep_json(line, where);
+  const auto doc = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  const std::string fix = "each line of a .jsonl input must be a JSON object holding the document as a string under "
+                          "--column (now '" + column + "')";
+  if (doc.is_discarded()) throw user_error(where, 0, "", "not valid JSON", fix);
+  if (!doc.is_object()) throw user_error(where, 0, "", std::string("a JSON ") + doc.type_name() + ", not an object", fix);
+  const auto it = doc.find(column);
+  if (it == doc.end()) throw user_error(where, 0, "--column", "no key '" + column + "' in the object", fix);
+  if (!it->is_string())
+    throw user_error(where, 0, "--column", fmt::format("'{}' is a {}, not a string", column, it->type_name()), fix);
+  return it->get<std::string>();
+}
 
 ShardResult write_shards(const ShardRequest& request) {
   check_request(request);

@@ -17,6 +17,7 @@
 #include "spread/data/npy.h"
 #include "spread/data/pairs.h"
 #include "spread/data/safetensors.h"
+#include "spread/data/shard_writer.h"
 #include "spread/data/token_file.h"
 #include "spread/data/tokenizer.h"
 #include "spread/eval/multiple_choice.h"
@@ -202,6 +203,19 @@ void read_npy_file(std::string_view bytes) { (void)read_npy_matrix(as_file(bytes
 
 void read_choices_file(std::string_view bytes) { (void)read_choices(as_file(bytes, "items.jsonl")); }
 
+// `spread tokenize --shards` on a .jsonl input: each line's UTF-8 checked, then its document taken from "text".
+void read_jsonl_documents(std::string_view bytes) {
+  int64_t line = 0;
+  for (std::string_view rest = bytes; !rest.empty(); ++line) {
+    const size_t end = std::min(rest.find('\n'), rest.size());
+    const std::string_view text = rest.substr(0, end);
+    rest.remove_prefix(std::min(end + 1, rest.size()));
+    if (text.empty()) continue;
+    if (first_invalid_utf8(std::string(text)) >= 0) throw UserError("invalid UTF-8");  // the writer refuses it first
+    (void)jsonl_document(text, "text", "docs.jsonl:" + std::to_string(line + 1));
+  }
+}
+
 void read_token_file(std::string_view bytes) {
   const TokenFile tokens(as_file(bytes, "train.tok"));
   std::vector<int64_t> chunk(4096);
@@ -272,6 +286,7 @@ const std::vector<Target>& targets() {
       {"npy", "a .npy matrix", 1 << 15, 256, read_npy_file},
       {"token_file", "a token file (.tok) or an llm.c shard", 1 << 15, 256, read_token_file},
       {"choices", "a multiple-choice file (.jsonl)", 1 << 15, 256, read_choices_file},
+      {"jsonl_documents", "the documents of a .jsonl input of tokenize --shards", 1 << 15, 256, read_jsonl_documents},
       {"checkpoint", "a checkpoint's safetensors payload behind a valid version-2 header", 1 << 16, 512,
        read_checkpoint_payload},
       {"sentence_record", "a run's sentence_transformers.json", 1 << 12, 256, read_sentence_modules_record},

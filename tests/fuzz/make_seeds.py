@@ -253,6 +253,10 @@ def shard_and_choices_seeds():
     put("choices", "accepted_items.jsonl", "".join(json.dumps(i) + "\n" for i in items))
     put("choices", "refused_label_out_of_range.jsonl", '{"context": "a", "endings": ["b", "c"], "label": 5}\n')
     put("choices", "refused_nested_300_deep.jsonl", "[" * 300 + "]" * 300 + "\n")
+    put("jsonl_documents", "accepted_documents.jsonl",
+        '{"text": "The cat sat on the mat.", "id": 1}\n\n{"text": "caf\\u00e9 \\u00e9norme", "meta": {"a": [1, 2]}}\n')
+    put("jsonl_documents", "refused_no_text_key.jsonl", '{"body": "no text here"}\n')
+    put("jsonl_documents", "refused_nested_300_deep.jsonl", '{"text": ' + "[" * 300 + "]" * 300 + "}\n")
 
 
 MIX_RECIPE = ('[train]\nobjective = "lm"\n[tokenizer]\nkind = "hf"\npath = "gpt2/tokenizer.json"\n'

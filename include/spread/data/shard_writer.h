@@ -35,6 +35,7 @@
 // files, documents, bytes, tokens, shards, seconds, MB/s, the tokenizer and the end-of-text id.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace spread {
@@ -63,5 +64,9 @@ struct ShardResult {
 };
 
 ShardResult write_shards(const ShardRequest& request);
+
+// The document of one line of a .jsonl input: the string under `column`. UserError at `where` (FILE:LINE) when the
+// line is not JSON, nests past 128 levels, is no object, or holds no string under `column`.
+std::string jsonl_document(std::string_view line, const std::string& column, const std::string& where);
 
 }  // namespace spread
