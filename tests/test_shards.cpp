@@ -17,6 +17,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_run.h"
 #include "reliability_run.h"
 #include "shared_data.h"
@@ -63,7 +65,22 @@ constexpr const char* kTinyLm =
     "--set model.n_layer=1 --set model.n_head=2 --set model.n_embd=16 --set model.block_size=32 "
     "--set train.batch_size=4";
 
-// A stream that a tiny model can learn: counting up in steps of 3 modulo 400, ids below GPT-2's 50,257.
+// A tokenizer.json of 1,024 ids ("t0" ... "t1023", BPE without merges), for the tests that train on shards of
+// ids below that and never encode text: they need no data set from outside.
+std::string tiny_tokenizer(const fs::path& dir) {
+  nlohmann::json vocab = nlohmann::json::object();
+  for (int i = 0; i < 1024; ++i) vocab["t" + std::to_string(i)] = i;
+  const nlohmann::json tokenizer = {
+      {"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}, {"added_tokens", nlohmann::json::array()},
+      {"normalizer", nullptr}, {"pre_tokenizer", nullptr}, {"post_processor", nullptr}, {"decoder", nullptr},
+      {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"vocab", vocab},
+                 {"merges", nlohmann::json::array()}}}};
+  const fs::path path = dir / "tokenizer.json";
+  std::ofstream(path) << tokenizer.dump();
+  return path.string();
+}
+
+// A stream that a tiny model can learn: counting up in steps of 3 modulo 400, ids 100 to 499.
 std::vector<uint16_t> pattern(size_t n, size_t offset) {
   std::vector<uint16_t> t(n);
   for (size_t i = 0; i < n; ++i) t[i] = uint16_t((3 * (i + offset)) % 400 + 100);
@@ -148,8 +165,8 @@ TEST(Shards, SeveralFilesAreOneStream) {
 }
 
 TEST(Shards, AnLmTrainsFromShardsAndResumesBitwise) {
-  SHARED_DATA_OR_SKIP(gpt2, "tokenizers/gpt2");
   const fs::path dir = scratch("train");
+  const std::string tokenizer = tiny_tokenizer(dir);
   for (int k = 0; k < 3; ++k) write_llmc_shard(dir / fmt::format("fw_train_{:06d}.bin", k), pattern(4000, 4000 * k));
   write_llmc_shard(dir / "fw_val_000000.bin", pattern(2000, 99));
   std::ofstream(dir / "lm.toml") << "# every key from --set\n";
@@ -160,7 +177,7 @@ TEST(Shards, AnLmTrainsFromShardsAndResumesBitwise) {
                         "{} --set train.max_steps=8 --set train.eval_every=4 "
                         "--set train.ckpt_every=4 --set train.warmup_steps=1 --set train.log_every=1 "
                         "--set train.schedule=wsd --set train.optimizer=muon",
-                        (dir / "lm.toml").string(), name, (dir / "runs").string(), dir.string(), dir.string(), gpt2,
+                        (dir / "lm.toml").string(), name, (dir / "runs").string(), dir.string(), dir.string(), tokenizer,
                         kTinyLm));
   };
   const auto straight = train("straight");
@@ -199,7 +216,7 @@ TEST(Shards, AnLmTrainsFromShardsAndResumesBitwise) {
   const auto none = spread::testing::run_spread_env(
       "", fmt::format("train {} --set run.out_dir={} --set 'data.shards={}/nothing_*.bin' "
                       "--set 'data.val_shards={}/fw_val_*.bin' --set tokenizer.kind=hf --set tokenizer.path={}",
-                      (dir / "lm.toml").string(), (dir / "runs").string(), dir.string(), dir.string(), gpt2));
+                      (dir / "lm.toml").string(), (dir / "runs").string(), dir.string(), dir.string(), tokenizer));
   EXPECT_EQ(none.code, 2) << none.output;
   EXPECT_NE(none.output.find("data.shards"), std::string::npos) << none.output;
   fs::remove_all(dir);
@@ -256,7 +273,7 @@ struct MixFixture {
   ~MixFixture() { fs::remove_all(dir); }
   // A constant learning rate (min_lr = lr): its course does not depend on max_steps, so a run resumed with another
   // max_steps is comparable step by step.
-  std::string train(const std::string& name, const std::string& gpt2, int64_t max_steps) const {
+  std::string train(const std::string& name, const std::string& tokenizer, int64_t max_steps) const {
     return fmt::format(
         "train {} --set run.name={} --set run.out_dir={} "
         "--set 'data.mix=[{{shards = \"{}/a_train_*.bin\", weight = 0.7}}, {{shards = \"{}/b_train_*.bin\", "
@@ -264,7 +281,7 @@ struct MixFixture {
         "{} --set train.max_steps={} --set train.eval_every=0 --set train.ckpt_every=4 "
         "--set train.warmup_steps=0 --set train.lr=0.003 --set train.min_lr=0.003 --set train.log_every=1 "
         "--set run.threads=1",
-        (dir / "lm.toml").string(), name, (dir / "runs").string(), dir.string(), dir.string(), dir.string(), gpt2,
+        (dir / "lm.toml").string(), name, (dir / "runs").string(), dir.string(), dir.string(), dir.string(), tokenizer,
         kTinyLm, max_steps);
   }
   std::map<int64_t, double> losses(const std::string& name) const {
@@ -280,12 +297,12 @@ struct MixFixture {
 // The target: a run on a mixture of two shard sets, killed with -9 mid-run and resumed, gives the losses of
 // one uninterrupted run, bitwise, step by step.
 TEST(Shards, AMixtureResumesBitwiseAfterKillNine) {
-  SHARED_DATA_OR_SKIP(gpt2, "tokenizers/gpt2");
   const MixFixture f("mix_kill");
+  const std::string tokenizer = tiny_tokenizer(f.dir);
   using spread::testing::Background;
   int64_t at = -1;
   {
-    Background killed(f.train("killed", gpt2, 1000000), f.dir / "killed.log");
+    Background killed(f.train("killed", tokenizer, 1000000), f.dir / "killed.log");
     ASSERT_TRUE(spread::testing::wait_for([&] { return spread::testing::newest_step(f.dir / "runs" / "killed") >= 8; }))
         << spread::testing::read_text(f.dir / "killed.log");
     ::kill(killed.pid(), SIGKILL);
@@ -296,7 +313,7 @@ TEST(Shards, AMixtureResumesBitwiseAfterKillNine) {
   const auto resumed = spread::testing::run_spread_env(
       "", fmt::format("train --resume {} --set train.max_steps={}", (f.dir / "runs" / "killed").string(), until));
   ASSERT_EQ(resumed.code, 0) << resumed.output;
-  const auto straight = spread::testing::run_spread_env("", f.train("straight", gpt2, until));
+  const auto straight = spread::testing::run_spread_env("", f.train("straight", tokenizer, until));
   ASSERT_EQ(straight.code, 0) << straight.output;
   EXPECT_NE(straight.output.find("70.0% of the windows (data.mix[0].shards)"), std::string::npos) << straight.output;
   const auto a = f.losses("straight"), b = f.losses("killed");
@@ -308,9 +325,9 @@ TEST(Shards, AMixtureResumesBitwiseAfterKillNine) {
 // The run records its shards; a resume refuses a pattern that now names other files, or a shard whose bytes
 // changed, naming the key or the file, and leaves the checkpoints as they were.
 TEST(Shards, AResumeRefusesChangedShards) {
-  SHARED_DATA_OR_SKIP(gpt2, "tokenizers/gpt2");
   const MixFixture f("mix_changed");
-  ASSERT_EQ(spread::testing::run_spread_env("", f.train("run", gpt2, 4)).code, 0);
+  const std::string tokenizer = tiny_tokenizer(f.dir);
+  ASSERT_EQ(spread::testing::run_spread_env("", f.train("run", tokenizer, 4)).code, 0);
   const std::string run = (f.dir / "runs" / "run").string();
   const auto checkpoints = spread::list_checkpoints(run);
   ASSERT_FALSE(checkpoints.empty());
@@ -338,10 +355,10 @@ TEST(Shards, AResumeRefusesChangedShards) {
 // A shard whose ids the tokenizer does not have, met mid-run (a mixture's rare set): exit 2 naming the shard and
 // the key, and the checkpoints written before it kept.
 TEST(Shards, ABadShardMetMidRunIsNamedAndTheCheckpointsKept) {
-  SHARED_DATA_OR_SKIP(gpt2, "tokenizers/gpt2");
   const MixFixture f("mix_bad");
-  write_llmc_shard(f.dir / "b_train_000000.bin", std::vector<uint16_t>(4000, 60000));  // past GPT-2's 50,257 ids
-  std::string args = f.train("bad", gpt2, 100000);
+  const std::string tokenizer = tiny_tokenizer(f.dir);
+  write_llmc_shard(f.dir / "b_train_000000.bin", std::vector<uint16_t>(4000, 60000));  // past tiny_tokenizer's 1,024 ids
+  std::string args = f.train("bad", tokenizer, 100000);
   const std::string weights = "weight = 0.3";
   args.replace(args.find(weights), weights.size(), "weight = 0.005");  // about one window in 200 meets it
   const auto r = spread::testing::run_spread_env("", args);
