@@ -151,9 +151,10 @@ RunData prepare_shard_data(const Recipe& recipe, const std::string& run_dir,
     data.tokenizer->save(run_dir);
   }
   const int64_t vocab = data.tokenizer->vocab_size();
+  const std::vector<ShardPattern> patterns = train_shard_patterns(recipe);
   double total_weight = 0;
-  for (const auto& p : train_shard_patterns(recipe)) total_weight += p.weight;
-  for (const auto& p : train_shard_patterns(recipe)) {
+  for (const auto& p : patterns) total_weight += p.weight;
+  for (const auto& p : patterns) {
     const auto files = shard_files(p.pattern, p.key, recipe.source);
     data.train.push_back({std::make_unique<TokenFile>(files, vocab, p.key), p.weight, p.key});
     log(fmt::format("data: {} train tokens in {} shards ({} ... {}){}", data.train.back().tokens->size(), files.size(),
