@@ -328,13 +328,6 @@ void rename_without_replacing(const std::string& from, const std::string& to) {
   rename_file(from, to);
 }
 
-void sync_folder(const std::string& folder) {
-  const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
-}
-
 // One shard, under its temporary name (util/file.h) until commit(); the header, which holds the count, goes in
 // last. Destroyed uncommitted (an error between), it removes the temporary.
 class ShardFile {

@@ -324,6 +324,8 @@ fs::path write_temporary(const fs::path& path, const std::function<void(std::ost
 
 }  // namespace
 
+void sync_folder(const std::string& folder) { sync_path(folder, O_RDONLY | O_DIRECTORY); }
+
 void write_output_file(const std::string& path, const std::function<void(std::ostream&)>& write) {
   const fs::path p(path);
   const fs::path tmp = write_temporary(p, write);

@@ -42,6 +42,8 @@ void make_directories(const std::string& path);
 void require_writable_directory(const std::string& path);
 void remove_file(const std::string& path);  // a missing file is no error
 void rename_file(const std::string& from, const std::string& to);
+// fsync of a folder, so that a rename into it survives a crash; best effort (a folder that cannot be opened is left).
+void sync_folder(const std::string& folder);
 
 // "PATH: cannot DOING: REASON (HINT)", the hint chosen by the error (file in the way, read-only, name too long...).
 UserError filesystem_user_error(const std::string& path, const std::string& doing, const std::error_code& ec);
