@@ -169,12 +169,13 @@ void record_run_files(const std::string& run_dir, const std::vector<ShardList>& 
 
 bool has_run_files_record(const std::string& run_dir) { return fs::exists(fs::path(run_dir) / kRunFilesName); }
 
-void verify_run_files(const std::string& run_dir, MissingTokenFiles missing, const std::vector<ShardList>& shards) {
+void verify_run_files(const std::string& run_dir, MissingTokenFiles missing,
+                      const std::optional<std::vector<ShardList>>& shards) {
   if (!has_run_files_record(run_dir)) return;
   const nlohmann::json record = read_record(fs::path(run_dir) / kRunFilesName);
   // A record without shards was written by a spread that recorded none: nothing to check, as without a record.
-  if (record.contains(kShardsKey))
-    verify_shards(record[kShardsKey].is_object() ? record[kShardsKey] : nlohmann::json::object(), shards);
+  if (shards && record.contains(kShardsKey))
+    verify_shards(record[kShardsKey].is_object() ? record[kShardsKey] : nlohmann::json::object(), *shards);
   for (const auto& [name, recorded] : record.items()) {
     if (name == kShardsKey) continue;
     const fs::path path = fs::path(run_dir) / name;

@@ -292,7 +292,7 @@ void open_run(Run& run, TrainStart start, const std::function<void(const std::st
   if (start == TrainStart::Resume) verify_run_files(run.dir, MissingTokenFiles::Allowed, shards);
   run.task = make_task(run.recipe, run.dir, run.device, note, data_shard(run));
   if (start == TrainStart::Fresh || !has_run_files_record(run.dir)) record_run_files(run.dir, shards);
-  else verify_run_files(run.dir, MissingTokenFiles::Refused, shards);
+  else verify_run_files(run.dir, MissingTokenFiles::Refused);  // the shards were checked above
 }
 
 // [train] init_from: the model weights (only) of another run's newest valid checkpoint, of a `spread export` of an

@@ -3,6 +3,7 @@
 // training) and the tokenised splits (LM: the windows a resumed run draws). Their sizes and CRC-32s are recorded
 // in RUN_DIR/checksums.json when the run starts. A resume with one of them missing or changed is refused, naming
 // the file and how to recover: a tokenizer rebuilt from changed data gives a model whose ids mean other text.
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -29,8 +30,10 @@ bool has_run_files_record(const std::string& run_dir);
 // A missing tokenizer file never is.
 enum class MissingTokenFiles { Allowed, Refused };
 // Throws UserError naming the first recorded file that is missing or differs, or the key whose pattern now names
-// other shards than `shards` (the recipe's, globbed now) recorded. No record: nothing to check.
-void verify_run_files(const std::string& run_dir, MissingTokenFiles missing, const std::vector<ShardList>& shards = {});
+// other shards than `shards` (the recipe's, globbed now) recorded. No record: nothing to check. Without `shards`
+// the shards are not checked (a second check of the run's own files, after the shards were checked once).
+void verify_run_files(const std::string& run_dir, MissingTokenFiles missing,
+                      const std::optional<std::vector<ShardList>>& shards = std::nullopt);
 
 // What a fresh start made, removed again when it fails before training: a half-made run directory (recipe.toml,
 // train.lock, tokenizer files) would be listed by `compare` as "running or stopped". Only what the start made
