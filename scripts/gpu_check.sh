@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # spread on an NVIDIA GPU: builds against a CUDA LibTorch into build-cuda/, then trains shape B of
-# scripts/bench_lm.sh (6 layers, 6 heads, width 384, block 256, batch 8, char vocabulary of tiny shakespeare) on
+# bench/bench_lm.sh (6 layers, 6 heads, width 384, block 256, batch 8, char vocabulary of tiny shakespeare) on
 # run.device = "cuda" for 200 steps, in float32 and in bf16, and checks and prints:
 #   - the step-1 loss on cuda equals the step-1 loss of the same recipe and seed on cpu (same binary) to 1e-3
 #     (initial weights are drawn on the CPU, batches depend only on the seed and the step; dropout is off);

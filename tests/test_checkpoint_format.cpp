@@ -78,7 +78,7 @@ TEST(CheckpointFormat, PayloadIsASafetensorsFileTheReferenceLibraryReads) {
   c.meta["note"] = "caf\xc3\xa9";
   const std::string path = spread::save_checkpoint(dir.string(), c, 1);
 
-  const std::string script = std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts/check_checkpoint.py";
+  const std::string script = spread::testing::oracle_script("check_checkpoint.py");
   const auto judged = nlohmann::json::parse(command_output("'" + python + "' " + script + " " + path));
   EXPECT_EQ(judged["version"], 2);
   EXPECT_TRUE(judged["size_ok"].get<bool>());

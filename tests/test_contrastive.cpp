@@ -1,7 +1,7 @@
 // In-batch InfoNCE (docs/design.md §5) against hand-worked formulas, an independent scalar reference written out below
 // (plain loops over std::vector<double>, no LibTorch), central finite differences, and a PyTorch fixture written the
 // way sentence-transformers writes MultipleNegatives(Symmetric)RankingLoss and MatryoshkaLoss
-// (scripts/gen_contrastive_fixtures.py).
+// (tests/oracles/gen_contrastive_fixtures.py).
 #include <gtest/gtest.h>
 #include "test_paths.h"
 #include <nlohmann/json.hpp>
@@ -318,7 +318,7 @@ TEST(Contrastive, GradientsMatchFiniteDifferences) {
   }
 }
 
-// ---- the PyTorch fixture (scripts/gen_contrastive_fixtures.py) ---------------------------------------------------
+// ---- the PyTorch fixture (tests/oracles/gen_contrastive_fixtures.py) -------------------------------------------
 
 TEST(Contrastive, MatchesSentenceTransformersLossesInPyTorch) {
   std::ifstream in(std::string(SPREAD_TEST_DATA_DIR) + "/contrastive/fixture.json");

@@ -57,12 +57,12 @@ std::vector<std::vector<int32_t>> jsonl_ids(const fs::path& path, const std::str
   return ids;
 }
 
-// The reference's ids of each line through scripts/hf_tokenize_ref.py (the tokenizer as transformers loads it,
+// The reference's ids of each line through tests/oracles/hf_tokenize_ref.py (the tokenizer as transformers loads it,
 // the file's truncation and padding applied to the lines as one encode_batch).
 std::vector<std::vector<int32_t>> reference_ids(const std::string& python, const std::string& tokenizer,
                                                 const fs::path& lines, bool add_special, const fs::path& work) {
   const fs::path out = work / "ref.jsonl";
-  const std::string cmd = "'" + python + "' " + std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts/hf_tokenize_ref.py " +
+  const std::string cmd = "'" + python + "' " + spread::testing::oracle_script("hf_tokenize_ref.py") + " " +
                           tokenizer + " " + lines.string() + " " + out.string() + (add_special ? "" : " --no-special");
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   return jsonl_ids(out, "ids");

@@ -3,7 +3,7 @@
 //     them and recorded what tokenizers 0.22 gives; the file needs no Python to check).
 //   HfEquivalence: the real BERT and GPT-2 vocabularies and tokenizer.json fixtures made by the reference
 //     library, on a fixed subset of the shared corpora plus tests/data/tokenizer_text/adversarial.txt, compared
-//     field by field with scripts/hf_tokenize_ref.py's output (skips, saying why, without the Python environment
+//     field by field with tests/oracles/hf_tokenize_ref.py's output (skips, saying why, without the Python environment
 //     or the shared data).
 //   HfBadInput: each malformed file is one UserError naming the file and the problem.
 #include <gtest/gtest.h>
@@ -35,7 +35,6 @@ namespace {
 const std::string kData = SPREAD_TEST_DATA_DIR;
 const std::string kText = kData + "/tokenizer_text";
 const std::string kShared = spread::testing::shared_data_dir();  // SPREAD_DATA, else ../shared/data
-const std::string kRepo = kData + "/../..";
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -189,7 +188,7 @@ void expect_equivalent(const std::vector<RefRun>& runs, const std::string& pytho
     jobs += runs[k].tokenizer + "\t" + runs[k].lines_file + "\t" + (dir / ("ref_" + std::to_string(k) + ".jsonl")).string() +
             (runs[k].add_special ? "" : "\t--no-special") + "\n";
   write_all((dir / "jobs.tsv").string(), jobs);
-  const std::string cmd = "'" + python + "' '" + kRepo + "/scripts/hf_tokenize_ref.py' --jobs '" +
+  const std::string cmd = "'" + python + "' '" + spread::testing::oracle_script("hf_tokenize_ref.py") + "' --jobs '" +
                           (dir / "jobs.tsv").string() + "' 2> '" + (dir / "ref.log").string() + "'";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read_all((dir / "ref.log").string());
   int64_t lines_total = 0, mismatched = 0;
@@ -218,7 +217,8 @@ void expect_equivalent(const std::vector<RefRun>& runs, const std::string& pytho
   EXPECT_EQ(mismatched, 0);
 }
 
-// The tokenizer.json fixtures: scripts/gen_tokenizer_fixtures.py's when it exists, and this test's own small ones.
+// The tokenizer.json fixtures: tests/oracles/gen_tokenizer_fixtures.py's when it exists, and this test's own small
+// ones.
 std::vector<std::string> fixture_tokenizers(const std::string& python) {
   const fs::path dir = temp_dir("fixtures");
   const std::string train = (dir / "train.txt").string();
@@ -229,8 +229,8 @@ std::vector<std::string> fixture_tokenizers(const std::string& python) {
   write_all(train, text);
   std::vector<std::string> cmds{"'" + python + "' '" + kText + "/make_fixtures.py' '" + train + "' '" +
                                 (dir / "own").string() + "'"};
-  if (fs::exists(kRepo + "/scripts/gen_tokenizer_fixtures.py"))
-    cmds.push_back("'" + python + "' '" + kRepo + "/scripts/gen_tokenizer_fixtures.py' '" + (dir / "gen").string() + "'");
+  if (const std::string gen = spread::testing::oracle_script("gen_tokenizer_fixtures.py"); fs::exists(gen))
+    cmds.push_back("'" + python + "' '" + gen + "' '" + (dir / "gen").string() + "'");
   for (const auto& cmd : cmds)
     if (std::system((cmd + " > /dev/null 2>&1").c_str()) != 0) ADD_FAILURE() << "fixture generator failed: " << cmd;
   std::vector<std::string> out;

@@ -1,6 +1,6 @@
 // Zero-shot multiple choice (eval/multiple_choice.h) against lm-evaluation-harness's computation done directly with
-// transformers (scripts/hf_model_ref.py choices) on a GPT-2 and a Llama model that transformers made; the reader's
-// refusals; and `spread eval --choices`.
+// transformers (tests/oracles/hf_model_ref.py choices) on a GPT-2 and a Llama model that transformers made; the
+// reader's refusals; and `spread eval --choices`.
 #include <gtest/gtest.h>
 #include "test_paths.h"
 
@@ -92,7 +92,7 @@ TEST(MultipleChoice, ScoresEqualTransformersForGpt2AndLlama) {
   SHARED_DATA_OR_SKIP(gpt2_vocab, "tokenizers/gpt2");
   const fs::path dir = scratch("models");
   std::ofstream(dir / "items.jsonl", std::ios::binary) << choices_jsonl();
-  const std::string script = std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts/hf_model_ref.py";
+  const std::string script = spread::testing::oracle_script("hf_model_ref.py");
   std::ofstream jobs(dir / "jobs.txt");
   jobs << fmt::format("make gpt2 {} --tokenizer {} --seed 31 --layers 2 --heads 2 --width 32 --max-position 32\n",
                       (dir / "gpt2").string(), gpt2_vocab)

@@ -1,4 +1,4 @@
-// Muon (train/optimizer.h) against torch.optim.Muon of the reference environment (scripts/muon_ref.py), and its
+// Muon (train/optimizer.h) against torch.optim.Muon of the reference environment (tests/oracles/muon_ref.py), and its
 // wiring: which parameters it updates, and that a run with it resumes bitwise.
 #include <gtest/gtest.h>
 #include "test_paths.h"
@@ -48,7 +48,7 @@ const spread::NamedTensors& reference() {
     const std::string python = spread::testing::reference_python({"torch", "safetensors"}, &why);
     if (python.empty()) return spread::NamedTensors{};
     const fs::path out = fs::temp_directory_path() / ("spread_muon_ref_" + std::to_string(::getpid()) + ".st");
-    std::string cmd = "'" + python + "' '" + std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts/muon_ref.py' '" +
+    std::string cmd = "'" + python + "' '" + spread::testing::oracle_script("muon_ref.py") + "' '" +
                       out.string() + "'";
     for (const Case& c : kCases)
       cmd += " " + std::to_string(c.momentum) + "," + (c.nesterov ? "1" : "0") + "," + std::to_string(c.ns_steps) +

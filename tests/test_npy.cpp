@@ -1,4 +1,4 @@
-// The .npy reader against files written by NumPy (scripts/gen_socm_fixtures.py) and its own writer.
+// The .npy reader against files written by NumPy (tests/oracles/gen_socm_fixtures.py) and its own writer.
 #include <gtest/gtest.h>
 #include "test_paths.h"
 

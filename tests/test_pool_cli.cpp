@@ -1,5 +1,5 @@
 // `spread pool` as a user meets it: pooled vectors and labels that match SciPy's clusters (the fixtures of
-// scripts/gen_ward_fixtures.py), and one line with exit code 2 for every kind of bad input.
+// tests/oracles/gen_ward_fixtures.py), and one line with exit code 2 for every kind of bad input.
 #include <gtest/gtest.h>
 #include "test_paths.h"
 

@@ -1,6 +1,6 @@
 // The real all-MiniLM-L6-v2 (scripts/get_model.sh) end to end, judged by the libraries its users know:
-// `spread eval --model` against sentence-transformers' encode + MTEB's metrics (scripts/mteb_ref.py), and
-// `spread mine` against sentence-transformers' mine_hard_negatives (scripts/mine_ref.py).
+// `spread eval --model` against sentence-transformers' encode + MTEB's metrics (tests/oracles/mteb_ref.py), and
+// `spread mine` against sentence-transformers' mine_hard_negatives (tests/oracles/mine_ref.py).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -35,11 +35,9 @@ std::vector<std::string> lines_of(const fs::path& path) {
   return out;
 }
 
-std::string scripts_dir() { return std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts"; }
-
-// Runs a script of scripts/ with the reference python; its output is the test's failure message on error.
-void run_reference(const std::string& python, const std::string& script_and_args) {
-  const std::string cmd = "'" + python + "' " + scripts_dir() + "/" + script_and_args + " 2>&1";
+// Runs an oracle of tests/oracles/ with the reference python; its output is the test's failure message on error.
+void run_reference(const std::string& python, const std::string& oracle, const std::string& args) {
+  const std::string cmd = "'" + python + "' " + spread::testing::oracle_script(oracle) + " " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string output;
   char buf[4096];
@@ -67,7 +65,8 @@ TEST(RealModel, StsSpearmanEqualsMtebOnStsbDev) {
   std::string python;
   if (auto why = reference_or_skip({"sentence_transformers", "scipy"}, &python); !why.empty()) GTEST_SKIP() << why;
   const auto dir = spread::testing::fresh_temp_dir("real_sts");
-  run_reference(python, "mteb_ref.py --model '" + model + "' --sts '" + sts + "' --out " + (dir / "ref.json").string());
+  run_reference(python, "mteb_ref.py",
+                "--model '" + model + "' --sts '" + sts + "' --out " + (dir / "ref.json").string());
   const auto ref = nlohmann::json::parse(slurp(dir / "ref.json"));
   const auto got = spread_eval_json("--model '" + model + "' --sts '" + sts + "'");
   EXPECT_EQ(got["sts"]["pairs"], ref["sts_pairs"]);
@@ -84,7 +83,8 @@ TEST(RealModelLong, RetrievalEqualsMtebOnScifactTrain) {
   if (auto why = reference_or_skip({"sentence_transformers", "pytrec_eval"}, &python); !why.empty())
     GTEST_SKIP() << why;
   const auto dir = spread::testing::fresh_temp_dir("real_beir");
-  run_reference(python, "mteb_ref.py --model '" + model + "' --beir '" + beir + "' --out " + (dir / "ref.json").string());
+  run_reference(python, "mteb_ref.py",
+                "--model '" + model + "' --beir '" + beir + "' --out " + (dir / "ref.json").string());
   const auto ref = nlohmann::json::parse(slurp(dir / "ref.json"));
   const auto got = spread_eval_json("--model '" + model + "' --beir '" + beir + "'")["beir"];
   EXPECT_EQ(got["queries"], ref["queries"]);
@@ -141,8 +141,8 @@ TEST(RealModel, MinedNegativesEqualSentenceTransformers) {
     SCOPED_TRACE(settings[i]);
     const auto ref = dir / ("ref" + std::to_string(i) + ".jsonl");
     const auto got = dir / ("got" + std::to_string(i) + ".jsonl");
-    run_reference(python, "mine_ref.py --model '" + model + "' --beir " + beir.string() + " --out " + ref.string() +
-                              " " + settings[i]);
+    run_reference(python, "mine_ref.py",
+                  "--model '" + model + "' --beir " + beir.string() + " --out " + ref.string() + " " + settings[i]);
     const auto r = run_spread("mine --model '" + model + "' --beir " + beir.string() + " --out " + got.string() +
                               " " + settings[i]);
     ASSERT_EQ(r.code, 0) << r.output;

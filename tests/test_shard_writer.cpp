@@ -2,7 +2,7 @@
 //   the shards read back equal each document's ids from the plain tokenizer, line by line, then the end of text,
 //   across shard boundaries, on several threads, from several inputs, a glob and a JSONL column;
 //   the ids of GPT-2's and BERT's tokenizers against the reference library (`tokenizers`, through
-//   scripts/hf_tokenize_ref.py; skipped, saying why, without the Python environment or the shared tokenizers);
+//   tests/oracles/hf_tokenize_ref.py; skipped, saying why, without the Python environment or the shared tokenizers);
 //   the header: uint16 or uint32 from the vocabulary, and the byte count that TokenFile reads back, split across
 //   shards as worked out by hand;
 //   each bad input refused by FILE:LINE or the option (exit 2 from the command), and a failure leaving no shard.
@@ -295,7 +295,8 @@ TEST(ShardWriter, IdsMatchTheReferenceLibraryForGpt2AndBert) {
     jobs += c.tokenizer + "\t" + (dir / "lines.txt").string() + "\t" + (dir / (c.name + ".jsonl")).string() +
             "\t--no-special\n";
   write_all(dir / "jobs.tsv", jobs);
-  const std::string cmd = fmt::format("'{}' '{}/scripts/hf_tokenize_ref.py' --jobs '{}' 2>&1", python, kRepo,
+  const std::string cmd = fmt::format("'{}' '{}' --jobs '{}' 2>&1", python,
+                                      spread::testing::oracle_script("hf_tokenize_ref.py"),
                                       (dir / "jobs.tsv").string());
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   // A document past BERT's max_length (256 in its tokenizer.json) stays whole: 300 times "hello" (7592).

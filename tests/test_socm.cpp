@@ -1,6 +1,6 @@
 // SOCM (docs/design.md §7.3) against a brute-force d x d reference (symmetric square roots by eigendecomposition, in
 // float64, the precision the accuracy target is stated in, and in long double where float64 itself is the limit),
-// against a 50-digit mpmath fixture (scripts/gen_socm_fixtures.py), against closed forms, and for the properties
+// against a 50-digit mpmath fixture (tests/oracles/gen_socm_fixtures.py), against closed forms, and for the properties
 // that section lists.
 #include <gtest/gtest.h>
 #include "test_paths.h"

@@ -1,7 +1,7 @@
 // Folders saved by sentence-transformers 6 (the newest, in the peers environment: scripts/python_env.sh --peers),
 // which names its modules anew (sentence_transformers.base.modules.*), writes one "pooling_mode" and keeps
 // max_seq_length in the tokenizer's model_max_length: `spread encode --model` against SentenceTransformer.encode of
-// the same folder, made by scripts/hf_model_ref.py run with that environment.
+// the same folder, made by tests/oracles/hf_model_ref.py run with that environment.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -55,7 +55,7 @@ TEST(SentenceTransformers6, EncodeOfItsFoldersMatchesTheLibrary) {
     std::ofstream texts(work / "texts.txt");
     for (const auto& t : kTexts) texts << t << "\n";
   }
-  const std::string script = std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts/hf_model_ref.py";
+  const std::string script = spread::testing::oracle_script("hf_model_ref.py");
   {
     std::ofstream jobs(work / "jobs.txt");
     for (const auto& [name, options, prompt] : kFolders) {

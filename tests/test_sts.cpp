@@ -1,5 +1,5 @@
-// Spearman's rho and average ranks against SciPy (tests/data/eval/spearman.json, from scripts/gen_eval_fixtures.py),
-// against the classic no-ties formula rho = 1 - 6 sum d^2 / (n (n^2 - 1)), and for the cases SciPy leaves undefined.
+// Spearman's rho and average ranks against SciPy (tests/data/eval/spearman.json, from
+// tests/oracles/gen_eval_fixtures.py), against the classic no-ties formula rho = 1 - 6 sum d^2 / (n (n^2 - 1)), and for the cases SciPy leaves undefined.
 #include <gtest/gtest.h>
 #include "test_paths.h"
 

@@ -276,7 +276,7 @@ TEST(Train, DispersionWithLambdaZeroTrainsBitwiseLikeNoDispersion) {
 }
 
 // The LM task must train exactly as the loop did before tasks existed: these reference losses were written by the
-// spread of commit 5e614b0 (scripts/gen_lm_reference.sh) on this file's tiny recipe, with and without gradient
+// spread of commit 5e614b0 (tests/oracles/gen_lm_reference.sh) on this file's tiny recipe, with and without gradient
 // accumulation. The tolerance only absorbs other CPUs' BLAS kernels: a changed batch, seed, RNG order or loss
 // moves these numbers by 1e-2 or more. (A dispersion run was in the fixture until the epsilon 1e-4 of docs/design.md
 // §3.2 replaced 1e-2 on purpose, which moves its losses by ~1e-3; the term's wiring and formulas have their own tests.)

@@ -1,5 +1,5 @@
 // Ward token pooling (docs/design.md §6.3) against SciPy: trees, heights (1e-12) and flat clusters from
-// scripts/gen_ward_fixtures.py (n in {2, 3, 17, 180, 300}, ties and duplicate vectors, cosine and euclidean
+// tests/oracles/gen_ward_fixtures.py (n in {2, 3, 17, 180, 300}, ties and duplicate vectors, cosine and euclidean
 // distances); the budgets' edge cases; pooled rows against cluster means computed here; batches against single
 // documents; the calibration against the fixture's heights.
 #include <gtest/gtest.h>

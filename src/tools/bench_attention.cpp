@@ -11,7 +11,7 @@
 // kernel computing every score under the band mask, as a T x T mask costs).
 //   bench_attention [--batch 12] [--heads 4] [--tokens 64] [--head-dim 32] [--pairs 40] [--threads 0]
 //                   [--dropout 0] [--against unfused|full-scores|fp32-products] [--window -1]
-// Defaults are shape A of scripts/bench_lm.sh; shape B is --batch 8 --heads 6 --tokens 256 --head-dim 64.
+// Defaults are shape A of bench/bench_lm.sh; shape B is --batch 8 --heads 6 --tokens 256 --head-dim 64.
 #include <cxxopts.hpp>
 #include <torch/torch.h>
 

@@ -5,7 +5,7 @@
 // drift of a shared machine cancels; prints the median of per-pair ratios. No optimizer step.
 //   bench_block [--batch 8] [--layers 6] [--heads 6] [--width 384] [--tokens 256] [--vocab 65] [--pairs 20]
 //               [--threads 0]
-// Defaults are shape B of scripts/bench_lm.sh (char vocabulary of tiny shakespeare, dropout 0).
+// Defaults are shape B of bench/bench_lm.sh (char vocabulary of tiny shakespeare, dropout 0).
 #include <cxxopts.hpp>
 #include <torch/torch.h>
 

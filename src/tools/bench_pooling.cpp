@@ -1,11 +1,11 @@
-// Benchmark of Ward token pooling (docs/design.md §6.3; scripts/bench_pooling.sh runs the target case): --docs documents of
-// --tokens token vectors of width --dim, shaped like encoder output (a few directions per document plus noise,
+// Benchmark of Ward token pooling (docs/design.md §6.3; bench/bench_pooling.sh runs the target case): --docs documents
+// of --tokens token vectors of width --dim, shaped like encoder output (a few directions per document plus noise,
 // unit rows, float32 values), pooled with --pool-factor on --threads threads, one protected token each. Times the
 // library call on float64 documents (ward_pool_many) and the padded-batch call a loss makes on a float32
 // [docs, tokens, dim] tensor (ward_pool_batch), --repeats times each after one warm-up; prints the median and
 // best wall time, the process CPU time per call, and the load average, since a busy machine inflates wall time.
 // --save DIR also writes the documents (DIR/docs.npy, float32 [docs x tokens, dim]) and ward_pool_many's labels
-// (DIR/labels.npy, int64 [docs x tokens], -1 = protected), for scripts/bench_pooling_peer.py to pool the same vectors.
+// (DIR/labels.npy, int64 [docs x tokens], -1 = protected), for bench/bench_pooling_peer.py to pool the same vectors.
 //   bench_pooling [--docs 64] [--tokens 180] [--dim 128] [--pool-factor 4] [--threads 1] [--repeats 30] [--seed 0]
 //                 [--save DIR]
 #include <ATen/Parallel.h>

@@ -1,4 +1,4 @@
-// Benchmark of SOCM over all pairs of a set of texts (scripts/bench_socm.sh runs the two target sizes): random token
+// Benchmark of SOCM over all pairs of a set of texts (bench/bench_socm.sh runs the two target sizes): random token
 // lists of --min-tokens..--max-tokens tokens at width --dim, prepared one at a time (the raw list is dropped once its
 // thin basis exists, as a caller streaming hidden states would), then every pair. Prints the time of each phase,
 // pairs per second, how many pairs took the BDCSVD fallback, and the peak resident memory of the process. With --peak,

@@ -4,7 +4,7 @@
 // --threads threads and prints one JSON line {"round", "threads", "lines", "tokens", "seconds", "tokens_per_s"}
 // (tokens: attention-mask ones, i.e. without padding); a last line gives the resident memory before and after
 // loading the tokenizer, {"rss_start_mib", "rss_loaded_mib"} (the lines are read after it). Used by
-// scripts/bench_tokenize.sh, which alternates it with the reference library.
+// bench/bench_tokenize.sh, which alternates it with the reference library.
 #include <fmt/format.h>
 
 #include <chrono>

@@ -7,8 +7,8 @@
 //   a spread run directory: that run's own tokenizer (char, bpe, unigram or hf; data/tokenizer.h), the ids the run
 //   trains on before encoder framing ([CLS] ... [SEP] is added per objective, not by the tokenizer).
 // Lines are split at "\n" only (a "\r" stays in the text), a final "\n" ends the last line. The file is one batch, as
-// the reference's encode_batch of its lines (scripts/hf_tokenize_ref.py): each line is encoded alone on LibTorch's
-// intra-op threads, then a BatchLongest padding in the tokenizer.json pads every line to the file's longest.
+// the reference's encode_batch of its lines (tests/oracles/hf_tokenize_ref.py): each line is encoded alone on
+// LibTorch's intra-op threads, then a BatchLongest padding in the tokenizer.json pads every line to the file's longest.
 // Output: `out` is written to a temporary name beside it and renamed at the end (checked to be writable before any
 // work); an empty `out` writes to stdout. Bad input (invalid UTF-8, a line that is not a JSON list of ids, an id
 // outside the vocabulary): UserError "IN:LINE: ...", the first such line of the file.

@@ -2,7 +2,7 @@
 // Semantic textual similarity (docs/design.md §8.2): the Spearman rank correlation between the model's cosine
 // similarities and the gold scores. Spearman's rho is Pearson's correlation of the two rank vectors, with tied
 // values sharing their mean rank; it equals scipy.stats.spearmanr(x, y).statistic (to a few ulp, checked in
-// tests/test_sts.cpp against a fixture written by scripts/gen_eval_fixtures.py).
+// tests/test_sts.cpp against a fixture written by tests/oracles/gen_eval_fixtures.py).
 // Undefined cases give NaN as scipy does: one side constant, or a NaN anywhere in the input. Infinities are ranked
 // as ordinary values (scipy 1.10 returns NaN when +inf and -inf meet, as its NaN check sums the input; not copied).
 #include <vector>

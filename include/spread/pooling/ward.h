@@ -16,7 +16,7 @@
 // SciPy <= 1.14 differs in one case: its maxclust binary search never tried the lowest merge, so k = m - 1 merged
 // two pairs instead of one (scipy#12651, fixed by scipy#21121); spread follows the fix.
 // Cost: O(m^2 d) for the distances and O(m^2) for the tree, O(m^2) memory per document (180 tokens: 270 KB of
-// distances, reused per thread). scripts/bench_pooling.sh (64 documents of 180 tokens at d = 128, pool factor 4,
+// distances, reused per thread). bench/bench_pooling.sh (64 documents of 180 tokens at d = 128, pool factor 4,
 // one core): 21 ms per call when this 2-core VM runs at full speed, 26-34 ms in its slow phases (target: 25 ms);
 // a quarter of that is the float64 Gram matrix, a third the chain (updates, nearest-neighbour scans).
 #include <Eigen/Core>

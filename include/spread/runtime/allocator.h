@@ -2,7 +2,7 @@
 // The memory allocator for training. LibTorch on CPU frees and reallocates the same activation-sized buffers
 // (0.1-30 MiB) every step, and glibc malloc handles that pattern badly:
 //  - blocks above its mmap threshold (128 KiB, raised dynamically at most to 32 MiB) are fresh mmap()s, so every
-//    step page-faults and zeroes its activations again: shape B of scripts/bench_lm.sh spent a third of its
+//    step page-faults and zeroes its activations again: shape B of bench/bench_lm.sh spent a third of its
 //    time in the kernel and ran ~1.8x slower than with the threshold raised;
 //  - with the threshold raised, its heap fragments: peak RSS of shape B was ~170 MiB above jemalloc's.
 // So the executables link jemalloc when the build finds it (CMake option SPREAD_JEMALLOC), configured never to

@@ -30,7 +30,7 @@ struct ThreadPlan {
   int intra_op = 1;  // LibTorch intra-op threads
   int blas = 1;      // OpenBLAS threads
 };
-// requested = 0: the default measured fastest on 2 cores (scripts/bench_lm.sh). With OpenBLAS's own pthreads,
+// requested = 0: the default measured fastest on 2 cores (bench/bench_lm.sh). With OpenBLAS's own pthreads,
 // LibTorch's kernels run on one thread and OpenBLAS on all cores: two pools on the same cores made steps
 // 1.7-2.6x slower. Otherwise (OpenBLAS on OpenMP, one libgomp pool for both, see CMakeLists.txt; or a LibTorch
 // with MKL) both use all cores. requested = N: both get N.

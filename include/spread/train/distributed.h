@@ -45,7 +45,7 @@ struct DistributedEnv {
   int64_t restart_count = 0;    // TORCHELASTIC_RESTART_COUNT
   std::string store_file;       // SPREAD_STORE_FILE (spread train --nproc)
   int64_t timeout_s = 300;      // SPREAD_DIST_TIMEOUT
-  // Measurement switches (scripts/bench_ddp.sh, tests), not recipe keys: SPREAD_DDP_OVERLAP=0 keeps the all-reduce
+  // Measurement switches (bench/bench_ddp.sh, tests), not recipe keys: SPREAD_DDP_OVERLAP=0 keeps the all-reduce
   // after the backward pass; SPREAD_DDP_BUCKET_KB sets the bucket size (default 25 MiB, PyTorch DDP's).
   bool overlap = true;
   int64_t bucket_bytes = 25 << 20;

@@ -1,5 +1,5 @@
 """Small tokenizer.json fixtures made with the reference library (tokenizers), for tests/test_hf_tokenizer.cpp
-until scripts/gen_tokenizer_fixtures.py exists. Usage: make_fixtures.py TRAIN_TEXT OUT_DIR.
+until tests/oracles/gen_tokenizer_fixtures.py exists. Usage: make_fixtures.py TRAIN_TEXT OUT_DIR.
 Together they use every normalizer, pre-tokenizer, post-processor and decoder type spread implements, BPE and
 WordPiece trained on TRAIN_TEXT, and added tokens with each option."""
 import os

@@ -7,7 +7,7 @@
 // approximation. Unicode data (categories, normalisation forms, case mappings) comes from ICU.
 //
 // The promise, checked against the reference library on real vocabularies and text (tests/test_hf_tokenizer.cpp,
-// scripts/check_tokenizers.sh): the same ids, tokens, offsets, masks and decoded text as `tokenizers`' Encoding
+// tests/oracles/check_tokenizers.sh): the same ids, tokens, offsets, masks and decoded text as `tokenizers`' Encoding
 // and decode() for every line of input that is valid UTF-8; invalid UTF-8 is a UserError naming the byte offset.
 #include <cstdint>
 #include <memory>
