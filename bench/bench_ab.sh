@@ -3,8 +3,8 @@
 # shared machine lands on both: the speed of a change measured end to end, not from a kernel benchmark.
 # Shape B of bench/bench_lm.sh by default (6 layers, 6 heads, width 384, block 256, batch 8, char vocabulary of
 # tiny shakespeare, dropout 0); SHAPE=A for the small one. Each run trains STEPS steps; its speed is the median
-# tokens/s over the logged windows after step 5. Prints each pair, the median of the per-pair ratios new / base,
-# their range, and one JSON line.
+# tokens/s over the logged windows after step 5. Prints the pairs, the median of the per-pair ratios new / base and
+# their range (bench/harness.py), which also appends them as one JSON line to its results file (BENCH_RESULTS).
 #   cp build/spread build/spread_base   # before the change (build/ is ignored by git)
 #   ... change, scripts/build.sh --target spread ...
 #   bench/bench_ab.sh build/spread_base [build/spread]
@@ -43,21 +43,13 @@ print(f"{statistics.median(rates):.1f}")
 PY
 }
 
-printf '%-6s %12s %12s %8s\n' pair base new new/base
-ratios=()
+bases=() news=()
 for i in $(seq "$pairs"); do
   if (( i % 2 )); then b=$(tokens_per_s "$base" "base$i"); n=$(tokens_per_s "$new" "new$i")
   else n=$(tokens_per_s "$new" "new$i"); b=$(tokens_per_s "$base" "base$i"); fi
-  r=$(python3 -c "print(f'{$n / $b:.4f}')")
-  ratios+=("$r")
-  printf '%-6s %12s %12s %8s\n' "$i" "$b" "$n" "$r"
+  bases+=("$b") news+=("$n")
+  echo "pair $i: base $b, new $n tokens/s" >&2
 done
-python3 - "$shape" "$(cut -d' ' -f1-3 /proc/loadavg)" "${ratios[@]}" <<'PY'
-import json, statistics, sys
-shape, load, ratios = sys.argv[1], sys.argv[2], [float(x) for x in sys.argv[3:]]
-m = statistics.median(ratios)
-print(f"shape {shape}: new / base tokens/s median {m:.3f} over {len(ratios)} alternating pairs "
-      f"(range {min(ratios):.3f}-{max(ratios):.3f}; load average at the end {load})")
-print(json.dumps({"shape": shape, "median_ratio": round(m, 4), "min": min(ratios), "max": max(ratios),
-                  "pairs": len(ratios), "load": load}))
-PY
+echo "shape $shape, tokens/s of alternating pairs (load average at the end $(cut -d' ' -f1-3 /proc/loadavg)):"
+python3 bench/harness.py paired --bench bench_ab --a-label new --b-label base --unit tokens/s \
+  --a "${news[*]}" --b "${bases[*]}" --set shape="$shape" --set extra="${EXTRA:-}"

@@ -69,8 +69,9 @@ common=(--set run.out_dir="$out" --set train.objective=contrastive --set data.so
         --set tokenizer.vocab_size="$vocab" --set model.causal=false --set model.n_layer="$n_layer"
         --set model.n_head="$n_head" --set model.n_embd="$n_embd" --set model.block_size="$max_length"
         --set model.dropout=0.1 --set train.eval_every=0 --set diagnostics.every=0)
-json_field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1].splitlines()[-1])[sys.argv[2]])' "$1" "$2"; }
-file_field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+harness() { python3 bench/harness.py "$@"; }  # medians, ratios, JSON lines (bench/harness.py)
+json_field() { harness field "$1" "$2"; }  # KEY of the last JSON line of a command's output
+file_field() { harness field --file "$1" "$2"; }
 spread_train() {  # NAME ARGS...: trains a run in $out/NAME
   local name=$1; shift
   build/spread train "$out/recipe.toml" --set run.name="$name" "${common[@]}" "$@" >"$out/$name.log"
@@ -95,8 +96,8 @@ spread_encode() {
     >/dev/null 2>"$out/$1.encode.log"
   grep -o '[0-9.]* texts/s' "$out/$1.encode.log" | tail -1 | cut -d' ' -f1
 }
-median() { python3 -c 'import statistics,sys; print(f"{statistics.median(float(x) for x in sys.argv[1:]):.2f}")' "$@"; }
-ratio_of() { python3 -c "print(f'{$1 / $2:.2f}')"; }
+median() { harness median --digits 2 "$@"; }
+ratio_of() { harness ratio --digits 2 "$1" "$2"; }
 row() { printf '%-24s %10s %10s  %s\n' "$@"; }
 
 ref_python=${ST_PYTHON:-/usr/bin/python3}

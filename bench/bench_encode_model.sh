@@ -121,8 +121,9 @@ log "texts: $texts_file ($n_texts lines, $(wc -c <"$texts_file") bytes); batch $
 
 now() { date +%s.%N; }
 calc() { awk "BEGIN { printf \"$1\", ($2) }"; }  # FORMAT EXPRESSION (in parentheses: a bare ">" would redirect)
-field() { "$python" -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
-median() { "$python" -c 'import statistics,sys; print(statistics.median(map(float, sys.argv[1:])))' "$@"; }
+harness() { python3 bench/harness.py "$@"; }  # medians, ratios, JSON lines (bench/harness.py)
+field() { harness field "$1" "$2"; }
+median() { harness median "$@"; }
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 record() {  # KEY=VALUE ...: one JSON line in $jsonl (numbers stay numbers; peer= is the peer's JSON line)
   "$python" - "$@" >>"$jsonl" <<'PY'

@@ -50,8 +50,7 @@ mine() {
   [[ $3 == bfloat16 ]] && args+=(--set train.precision=bf16)
   local tps
   read -r tps _ <<<"$(measure "$name" "${args[@]}")"
-  echo "$tps $(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["parameters"])' \
-               "$out/$name/run.json")"
+  echo "$tps $(harness field --file "$out/$name/run.json" parameters)"
 }
 # "tokens/s parameters" of one PyTorch run: peer SHAPE DTYPE MODE
 peer_extra_a=("${peer_llama_a[@]}") peer_extra_b=("${peer_llama_b[@]}") peer_name="PyTorch Llama"
@@ -90,7 +89,7 @@ for round in $(seq "$n"); do
   done
 done
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+ratio() { harness ratio --digits 2 "$1" "$2"; }
 mean() { awk -v s="$1" -v n="$n" 'BEGIN { printf "%.0f", s / n }'; }
 table=$(
   echo "(a) spread Llama-style block against spread GPT block, float32 (tokens/s: mean over $n rounds)"

@@ -50,7 +50,7 @@ reference() {
   [[ $round == 1 && $shape == A ]] && echo "nanoGPT reference: $r" >&2
   printf '%.0f\n' "$(json_field "$r" tokens_per_s)"
 }
-ratio_of() { python3 -c "print(f'{$1 / $2:.2f}')"; }
+ratio_of() { harness ratio --digits 2 "$1" "$2"; }
 row() { printf '%-28s %10s %6s %9s %10s\n' "$@"; }
 
 row "case" "tokens/s" "MFU%" "RSS MiB" "x nanoGPT"

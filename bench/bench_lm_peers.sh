@@ -39,10 +39,9 @@ mine() {
 }
 
 IFS=, read -r -a cases <<<"${CASES:-A float32,B float32,B bfloat16}"
-declare -A sum best paired_e paired_p
+declare -A sum best values
 jsonl=${BENCH_JSONL:-/tmp/spread_bench_lm_peers.jsonl}
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", a / b }'; }
 # The best round of each side besides the mean: on a VM whose vCPUs slow down in stretches (docs/benchmarks.md,
 # "This VM's speed is bimodal") one side's run can fall in a slow stretch and the other's not.
 keep_best() { (( $2 > ${best[$1]:-0} )) && best[$1]=$2; return 0; }
@@ -60,7 +59,7 @@ for round in $(seq "${ROUNDS:-2}"); do
     sum[${key}_e]=$(( ${sum[${key}_e]:-0} + e ))
     sum[${key}_p]=$(( ${sum[${key}_p]:-0} + p ))
     keep_best "${key}_s" "$s"; keep_best "${key}_e" "$e"; keep_best "${key}_p" "$p"
-    paired_e[$key]+=" $(ratio "$s" "$e")"; paired_p[$key]+=" $(ratio "$s" "$p")"
+    values[${key}_s]+=" $s" values[${key}_e]+=" $e" values[${key}_p]+=" $p"
     printf '{"commit": "%s", "case": "%s", "round": %d, "spread": %d, "eager": %d, "compiled": %d}\n' \
       "$commit" "$c" "$round" "$s" "$e" "$p" >>"$jsonl"
   done
@@ -88,16 +87,13 @@ case, s, e, p = sys.argv[1], *map(int, sys.argv[2:5])
 print(f"| {case} | {s:,} | {e:,} | {p:,} | {s / e:.2f}x | {s / p:.2f}x |")
 PY
 done
-printf '\nPaired: the median of the per-round ratios (their range):\n\n| case | spread / eager | spread / compiled |\n'
-printf '|---|---:|---:|\n'
+printf '\nPaired: the median of the per-round ratios (their range):\n\n'
 for c in "${cases[@]}"; do
   read -r shape dtype <<<"$c"
   key="${shape}_${dtype}"
-  python3 - "$c" "${paired_e[$key]}" "${paired_p[$key]}" <<'PY'
-import statistics, sys
-case, eager, compiled = sys.argv[1], *([float(x) for x in a.split()] for a in sys.argv[2:4])
-cell = lambda r: f"{statistics.median(r):.2f}x ({min(r):.2f}-{max(r):.2f})"
-print(f"| {case} | {cell(eager)} | {cell(compiled)} |")
-PY
+  for peer in eager compiled; do
+    harness paired --no-table --digits 2 --bench bench_lm_peers --case "$c" --unit tokens/s --a-label spread \
+      --b-label "nanoGPT $peer" --a "${values[${key}_s]}" --b "${values[${key}_${peer:0:1}]}"
+  done
 done
 echo "(load average $(cut -d' ' -f1-3 /proc/loadavg); target: spread >= 1.25x each peer; rounds appended to $jsonl)"

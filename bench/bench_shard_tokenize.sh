@@ -77,10 +77,11 @@ print(json.dumps({"seconds": round(seconds, 3), "tokens": tokens + len(lines), "
 PY
 }
 
-field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
-mbps() { python3 -c "print(f'{$bytes / 1e6 / $1:.2f}')"; }
-ratio() { python3 -c "print(f'{$1 / $2:.3f}')"; }
-median() { python3 -c 'import statistics,sys; print(f"{statistics.median(map(float, sys.argv[1:])):.3f}")' "$@"; }
+harness() { python3 bench/harness.py "$@"; }  # medians, ratios, JSON lines
+field() { harness field "$1" "$2"; }
+mbps() { awk -v b="$bytes" -v s="$1" 'BEGIN { printf "%.2f\n", b / 1e6 / s }'; }
+ratio() { harness ratio --digits 3 "$1" "$2"; }
+median() { harness median --digits 3 "$@"; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 declare -A tokenizer_of=([gpt2]="$data/tokenizers/gpt2/vocab.json"

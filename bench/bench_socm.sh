@@ -19,5 +19,5 @@ for dim in 256 1024; do
   echo "$out" | grep -v '^RESULT'
   seconds[$dim]=$(echo "$out" | sed -n 's/^RESULT .*total_s=\([0-9.]*\).*/\1/p')
 done
-ratio=$(awk "BEGIN { printf \"%.2f\", ${seconds[1024]} / ${seconds[256]} }")
+ratio=$(python3 bench/harness.py ratio --digits 2 "${seconds[1024]}" "${seconds[256]}")
 echo "== d = 1024 costs ${ratio}x d = 256 (target <= 3x)"

@@ -91,17 +91,18 @@ print(f"{statistics.median(rates):.2f} {first:.4f}")
 PY
 }
 
-declare -A sum
+harness() { python3 bench/harness.py "$@"; }  # medians, ratios, JSON lines (bench/harness.py)
+declare -A sum values
 for round in $(seq "$rounds"); do
   for loss in mnrl cached pylate; do
     if ((round % 2 == 1)); then p=$(peer $loss); m=$(mine $loss "$round"); else m=$(mine $loss "$round"); p=$(peer $loss); fi
     read -r s s_loss <<<"$m"
-    e=$("$python" -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["pairs_per_s"], d["first_loss"])' "$p")
-    read -r e e_loss <<<"$e"
+    e=$(harness field "$p" pairs_per_s) e_loss=$(harness field "$p" first_loss)
     printf 'round %d %-6s spread %7.1f pairs/s (first loss %s)  peer %7.1f pairs/s (first loss %s)\n' \
       "$round" "$loss" "$s" "$s_loss" "$e" "$e_loss"
     sum[${loss}_s]=$("$python" -c "print(${sum[${loss}_s]:-0} + $s)")
     sum[${loss}_e]=$("$python" -c "print(${sum[${loss}_e]:-0} + $e)")
+    values[${loss}_s]+=" $s" values[${loss}_e]+=" $e"
   done
 done
 echo
@@ -114,3 +115,8 @@ print(f'| {sys.argv[4]} | {s / n:.1f} | {e / n:.1f} | {s / e:.2f}x |')" "${sum[$
        *) echo 'PyLate Contrastive / maxsim (batch 32)' ;; esac)"
 done
 echo "(model $model, $steps steps, batch $batch, $threads threads, load average $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "Paired: the median of the per-round ratios (their range):"
+for loss in mnrl cached pylate; do
+  harness paired --no-table --digits 2 --bench bench_st_train --case "$loss" --unit pairs/s --a-label spread \
+    --b-label peer --a "${values[${loss}_s]}" --b "${values[${loss}_e]}" --set steps="$steps" --set threads="$threads"
+done

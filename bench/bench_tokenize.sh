@@ -46,9 +46,10 @@ print(json.dumps({"lines": len(lines), "tokens": tokens, "seconds": round(s, 4),
 PY
 }
 ours() { "$build/bench_tokenize" --tokenizer "$1" --in "$lines" --threads "${2:-1}" | head -1; }
-field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
-record() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d.update(json.loads(sys.argv[2])); print(json.dumps(d))' "$1" "$2" >> "$results"; }
-median() { python3 -c 'import statistics,sys; print(f"{statistics.median(map(float, sys.argv[1:])):.3f}")' "$@"; }
+harness() { python3 bench/harness.py "$@"; }  # medians, ratios, JSON lines
+field() { harness field "$1" "$2"; }
+record() { harness record --results "$results" "$1" "$2"; }
+median() { harness median --digits 3 "$@"; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 bert="$data/tokenizers/bert-base-uncased/tokenizer.json"
@@ -63,7 +64,7 @@ for name in bert gpt2; do
     if (( round % 2 )); then a=$(ours "${ours_of[$name]}"); b=$(ref "${ref_of[$name]}");
     else b=$(ref "${ref_of[$name]}"); a=$(ours "${ours_of[$name]}"); fi
     [[ $(field "$a" tokens) == $(field "$b" tokens) ]] || echo "warning: $name: spread counted $(field "$a" tokens) tokens, the reference $(field "$b" tokens)" >&2
-    r=$(python3 -c "print(f'{$(field "$a" tokens_per_s) / $(field "$b" tokens_per_s):.3f}')")
+    r=$(harness ratio --digits 3 "$(field "$a" tokens_per_s)" "$(field "$b" tokens_per_s)")
     ratios+=("$r")
     record "{\"bench\": \"encode_1_thread\", \"tokenizer\": \"$name\", \"round\": $round, \"side\": \"spread\"}" "$a"
     record "{\"bench\": \"encode_1_thread\", \"tokenizer\": \"$name\", \"round\": $round, \"side\": \"reference\"}" "$b"
@@ -78,7 +79,7 @@ for name in bert gpt2; do
   for round in $(seq "$rounds"); do
     if (( round % 2 )); then a=$(ours "${ours_of[$name]}" 1); b=$(ours "${ours_of[$name]}" 2);
     else b=$(ours "${ours_of[$name]}" 2); a=$(ours "${ours_of[$name]}" 1); fi
-    r=$(python3 -c "print(f'{$(field "$b" tokens_per_s) / $(field "$a" tokens_per_s):.3f}')")
+    r=$(harness ratio --digits 3 "$(field "$b" tokens_per_s)" "$(field "$a" tokens_per_s)")
     ratios+=("$r")
     record "{\"bench\": \"encode_threads\", \"tokenizer\": \"$name\", \"round\": $round}" "$b"
     printf '%-9s %-6s %14s %14s %8s   %s\n' "$name" "$round" "$(field "$a" tokens_per_s)" "$(field "$b" tokens_per_s)" "${r}x" "$(load)"

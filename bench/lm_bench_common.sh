@@ -1,7 +1,7 @@
 # Sourced by bench/bench_lm.sh and bench/bench_lm_peers.sh: the data, the two shapes (spread's recipe keys
 # and nanoGPT's flags), the matmul peaks of this run, measure() of one `spread train` run and peer_json() of one
 # nanoGPT-style PyTorch run.
-# Sets: data out peak bf16_peak ref_env common shape_a shape_b ref_a ref_b steps_a steps_b pairs.
+# Sets: data out peak bf16_peak (and harness, json_field) ref_env common shape_a shape_b ref_a ref_b steps_a steps_b pairs.
 # SPREAD_BUILD: the build folder whose spread is measured (default build; build-libtorch2 for the LibTorch 2.x one,
 # made by scripts/build.sh --libtorch=pip first).
 set -euo pipefail
@@ -14,7 +14,8 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 steps_a=${STEPS_A:-500} steps_b=${STEPS_B:-40} pairs=${PAIRS:-16}
 
-json_field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1].splitlines()[-1])[sys.argv[2]])' "$1" "$2"; }
+harness() { python3 bench/harness.py "$@"; }  # medians, ratios, JSON lines (bench/harness.py)
+json_field() { harness field "$1" "$2"; }  # KEY of the last JSON line of a command's output
 matmul=$("$spread_build"/bench_matmul)
 peak=$(json_field "$matmul" matmul_peak_gflops)
 bf16_peak=$(json_field "$matmul" bf16_matmul_peak_gflops)
