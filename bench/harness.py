@@ -19,7 +19,8 @@ library only, so Debian's python3 runs it without the reference environment.
     harness.py record [--results FILE] OBJ ...  the JSON objects merged (later keys win), appended as one line
 
 The results file: --results, else $BENCH_RESULTS, else build/bench_results.jsonl of the repository (git-ignored).
-Each line holds the bench's name, the UTC time, the commit, the load average and what --set added.
+Each line holds the bench's name, the UTC time, the commit, the load average, the CPU model and its count of
+logical CPUs, and what --set added.
 """
 import argparse
 import json
@@ -58,7 +59,20 @@ def context():
             load = " ".join(f.read().split()[:3])
     except OSError:
         load = "unknown"
-    return {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit, "load": load}
+    return {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit, "load": load,
+            "cpu": cpu_model(), "cpus": os.cpu_count()}
+
+
+def cpu_model():
+    """The CPU's name as /proc/cpuinfo gives it: a figure means little without the machine (AMX or not)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
 
 
 def results_path(given):

@@ -56,7 +56,7 @@ class Paired(unittest.TestCase):
                          ("toy", "new", "base", "B", 40))
         self.assertEqual(first["a_values"], [100, 110, 90])
         self.assertAlmostEqual(first["median_ratio"], 1.5)
-        for key in ("time", "commit", "load"):
+        for key in ("time", "commit", "load", "cpu", "cpus"):
             self.assertIn(key, first)
         self.assertAlmostEqual(lines[1]["median_ratio"], 0.5)
 
