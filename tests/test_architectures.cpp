@@ -30,20 +30,21 @@ std::map<std::string, TransformerConfig> one_model_per_layout() {
   TransformerConfig gpt2 = base();
   gpt2.causal = true;
   TransformerConfig llama = base();
-  llama.n_head = 4, llama.n_kv_head = 2, llama.n_embd = 16, llama.intermediate_size = 20;
-  llama.causal = true, llama.rope = true, llama.rms_norm = true, llama.gated_mlp = true, llama.silu = true;
-  llama.bias = false, llama.norm_bias = false, llama.tie_embeddings = false;
+  llama.n_head = 4, llama.attention.n_kv_head = 2, llama.n_embd = 16, llama.mlp.width = 20;
+  llama.causal = true, llama.positions.rope = true, llama.norm.rms = true, llama.mlp.gated = true,
+  llama.mlp.silu = true;
+  llama.bias = false, llama.norm.bias = false, llama.compat.tie_embeddings = false;
   TransformerConfig bert = base();
-  bert.causal = false, bert.post_norm = true, bert.type_vocab_size = 2, bert.layer_norm_eps = 1e-12;
+  bert.causal = false, bert.norm.post = true, bert.compat.type_vocab_size = 2, bert.norm.eps = 1e-12;
   TransformerConfig distilbert = bert;
-  distilbert.type_vocab_size = 0, distilbert.intermediate_size = 20, distilbert.gelu_tanh = true;
+  distilbert.compat.type_vocab_size = 0, distilbert.mlp.width = 20, distilbert.mlp.gelu_tanh = true;
   TransformerConfig megatron = base();
   megatron.causal = false;
   TransformerConfig modernbert = base();
   modernbert.n_head = 2, modernbert.n_embd = 16, modernbert.n_layer = 4, modernbert.causal = false;
-  modernbert.rope = true, modernbert.gated_mlp = true, modernbert.norm_bias = false, modernbert.bias = false;
-  modernbert.attention_window = 2, modernbert.global_every = 3, modernbert.local_rope_theta = 50.0;
-  modernbert.embedding_norm = true, modernbert.first_block_norm = false;
+  modernbert.positions.rope = true, modernbert.mlp.gated = true, modernbert.norm.bias = false, modernbert.bias = false;
+  modernbert.attention.window = 2, modernbert.attention.global_every = 3, modernbert.positions.local_rope_theta = 50.0;
+  modernbert.norm.embedding = true, modernbert.norm.first_block = false;
   return {{"gpt2", gpt2},         {"llama", llama},           {"bert", bert},
           {"distilbert", distilbert}, {"megatron-bert", megatron}, {"modernbert", modernbert}};
 }

@@ -1,6 +1,6 @@
 // spread export: the safetensors unit against a file written byte by byte from the specification, rejection of
 // damaged files, the GPT-2 / MegatronBert name maps, the CLI's promises (byte-identical, refusals with exit 2),
-// init_from of an export, and the export loaded by the real libraries (scripts/check_export.py: transformers,
+// init_from of an export, and the export loaded by the real libraries (tests/oracles/check_export.py: transformers,
 // sentence-transformers, PyLate) giving spread's outputs.
 #include <gtest/gtest.h>
 #include "test_paths.h"
@@ -126,7 +126,7 @@ void randomize_latest_checkpoint(const std::string& run_dir) {
   spread::save_checkpoint(run_dir, ckpt, 10);
 }
 
-// [B, T] token ids as a float64 .npy (exact for ids), as scripts/check_export.py reads them.
+// [B, T] token ids as a float64 .npy (exact for ids), as tests/oracles/check_export.py reads them.
 void write_ids(const fs::path& path, const torch::Tensor& ids) {
   auto d = ids.to(torch::kDouble).contiguous();
   Eigen::MatrixXd m = Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
@@ -134,13 +134,13 @@ void write_ids(const fs::path& path, const torch::Tensor& ids) {
   spread::write_npy_matrix(path.string(), m);
 }
 
-// scripts/check_export.py: the real libraries (transformers, sentence-transformers, PyLate; tests/python_env.h) load
-// the export and compare their outputs with spread's. `args` names the inputs and spread's outputs (see the script).
-// Returns its exit code, or -1 with the reason in *why_not when the reference environment is not there.
+// tests/oracles/check_export.py: the real libraries (transformers, sentence-transformers, PyLate; tests/python_env.h)
+// load the export and compare their outputs with spread's. `args` names the inputs and spread's outputs (see the
+// script). Returns its exit code, or -1 with the reason in *why_not when the reference environment is not there.
 int run_export_check(const fs::path& export_dir, const std::string& args, std::string* why_not) {
   const std::string python = reference_python({"transformers", "sentence_transformers", "pylate"}, why_not);
   if (python.empty()) return -1;
-  const std::string script = std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts/check_export.py";
+  const std::string script = spread::testing::oracle_script("check_export.py");
   const std::string cmd = "'" + python + "' " + script + " --export " + export_dir.string() + " " + args;
   return std::system(cmd.c_str());
 }
@@ -572,7 +572,7 @@ std::vector<std::string> wordnet_glosses(size_t skip, size_t n) {
 // The reference Python with Hugging Face `tokenizers` (tests/python_env.h), or "" with the reason in *why_not.
 std::string tokenizers_python(std::string* why_not) { return reference_python({"tokenizers"}, why_not); }
 
-// Writes lines and spread's ids of each, then runs scripts/check_tokenizer.py (the reference library loads the
+// Writes lines and spread's ids of each, then runs tests/oracles/check_tokenizer.py (the reference library loads the
 // exported folder's tokenizer.json) on them. framed: the ids are an encoder's "[CLS] text [SEP]"
 // (encode_for_encoder), checked with the post processor.
 int run_tokenizer_check(const std::string& python, const fs::path& folder, const spread::Tokenizer& tokenizer,
@@ -585,7 +585,7 @@ int run_tokenizer_check(const std::string& python, const fs::path& folder, const
   }
   text.close();
   ids.close();
-  const std::string script = std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts/check_tokenizer.py";
+  const std::string script = spread::testing::oracle_script("check_tokenizer.py");
   return std::system(("'" + python + "' " + script + " " + folder.string() + " " + (work / "lines.txt").string() +
                       " " + (work / "ids.jsonl").string() + (framed ? " --framed" : "")).c_str());
 }

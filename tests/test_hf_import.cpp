@@ -1,6 +1,6 @@
 // Models people have, read from their folders (interchange/hf_import.h) and judged by the libraries that made them:
 // tiny random BertModel, BertForMaskedLM, GPT2LMHeadModel, sentence-transformers folders, saved by transformers /
-// sentence-transformers with the real bert-base-uncased and GPT-2 vocabularies (scripts/hf_model_ref.py, through
+// sentence-transformers with the real bert-base-uncased and GPT-2 vocabularies (tests/oracles/hf_model_ref.py, through
 // the Python of tests/python_env.h; skipped with the reason when it or the vocabularies are absent). Compared on
 // real sentences: every layer's hidden states, the MLM/LM logits, ST embeddings through `spread encode --model`,
 // and GPT-2's greedy generation. The bad-folder cases need no Python.
@@ -72,7 +72,7 @@ const std::vector<std::string> kQueries = {"who plays the guitar?", "dogs, grass
 const std::vector<std::string> kPositives = {kTexts[3], kTexts[4], kTexts[1]};
 const std::vector<std::string> kNegatives = {kTexts[0], kTexts[2], "Tea costs 2 euros in Rome; coffee, 1.20!"};
 
-std::string script() { return std::string(SPREAD_TEST_DATA_DIR) + "/../../scripts/hf_model_ref.py"; }
+std::string script() { return spread::testing::oracle_script("hf_model_ref.py"); }
 
 json read_json(const fs::path& p) {
   std::ifstream in(p);
@@ -344,15 +344,15 @@ TEST_F(HfImport, BertHiddenStatesOfEveryLayerMatchTransformers) {
 // the embeddings): the layout spread's own encoders export to, so the same import reads them back.
 TEST_F(HfImport, MegatronBertHiddenStatesOfEveryLayerMatchTransformers) {
   const auto folder = spread::read_hf_model_folder(dir("megatron").string(), /*with_weights=*/false);
-  EXPECT_FALSE(folder.config.post_norm);
-  EXPECT_EQ(folder.config.intermediate_size, 45);
+  EXPECT_FALSE(folder.config.norm.post);
+  EXPECT_EQ(folder.config.mlp.width, 45);
   expect_hidden_states_match(dir("megatron"), dir("megatron.hidden.json"));
 }
 
 TEST_F(HfImport, BertForMaskedLmLogitsMatchTransformers) {
   spread::LoadedRun run = spread::load_run(dir("bert_mlm").string());
   EXPECT_EQ(run.recipe.train.objective, spread::Objective::mlm);
-  EXPECT_TRUE(run.model->config().mlm_transform);
+  EXPECT_TRUE(run.model->config().compat.mlm_transform);
   expect_hidden_states_match(dir("bert_mlm"), dir("bert_mlm.hidden.json"));
 }
 
@@ -365,7 +365,7 @@ TEST_F(HfImport, ShardedBf16CheckpointLoadsAsFloat32) {
 TEST_F(HfImport, Gpt2HiddenStatesAndLogitsMatchTransformers) {
   spread::LoadedRun run = spread::load_run(dir("gpt2").string());
   EXPECT_EQ(run.recipe.train.objective, spread::Objective::lm);
-  EXPECT_TRUE(run.model->config().gelu_tanh);
+  EXPECT_TRUE(run.model->config().mlp.gelu_tanh);
   EXPECT_EQ(run.model->config().block_size, 80);
   expect_hidden_states_match(dir("gpt2"), dir("gpt2.hidden.json"));
   expect_hidden_states_match(dir("gpt2_exact"), dir("gpt2_exact.hidden.json"));
@@ -408,12 +408,13 @@ TEST_F(HfImport, Gpt2GreedyGenerationEqualsTransformersGenerate) {
 TEST_F(HfImport, LlamaHiddenStatesAndLogitsMatchTransformers) {
   const auto folder = spread::read_hf_model_folder(dir("llama_gqa").string(), /*with_weights=*/false);
   EXPECT_EQ(folder.family, "llama");
-  EXPECT_TRUE(folder.config.rope && folder.config.rms_norm && folder.config.gated_mlp && folder.config.silu);
-  EXPECT_EQ(folder.config.n_kv_head, 2);
-  EXPECT_FALSE(folder.config.tie_embeddings);
-  EXPECT_EQ(folder.config.rope_theta, 500000.0);
-  EXPECT_EQ(folder.config.intermediate_size, 70);
-  EXPECT_TRUE(spread::read_hf_model_folder(dir("llama_tied").string(), false).config.tie_embeddings);
+  EXPECT_TRUE(folder.config.positions.rope && folder.config.norm.rms && folder.config.mlp.gated &&
+              folder.config.mlp.silu);
+  EXPECT_EQ(folder.config.attention.n_kv_head, 2);
+  EXPECT_FALSE(folder.config.compat.tie_embeddings);
+  EXPECT_EQ(folder.config.positions.rope_theta, 500000.0);
+  EXPECT_EQ(folder.config.mlp.width, 70);
+  EXPECT_TRUE(spread::read_hf_model_folder(dir("llama_tied").string(), false).config.compat.tie_embeddings);
   expect_hidden_states_match(dir("llama_gqa"), dir("llama_gqa.hidden.json"));
   expect_hidden_states_match(dir("llama_tied"), dir("llama_tied.hidden.json"));
   expect_batched_hidden_states_match(dir("llama_gqa"), dir("llama_gqa.batch.json"));
@@ -426,17 +427,17 @@ TEST_F(HfImport, ModernBertHiddenStatesAndLogitsMatchTransformers) {
   const auto folder = spread::read_hf_model_folder(dir("modernbert").string(), /*with_weights=*/false);
   EXPECT_EQ(folder.family, "modernbert");
   const auto& c = folder.config;
-  EXPECT_TRUE(c.rope && c.gated_mlp && !c.silu && c.embedding_norm && !c.first_block_norm && !c.causal);
-  EXPECT_FALSE(c.bias || c.norm_bias || c.mlm_transform);
-  EXPECT_EQ(c.attention_window, 8);
-  EXPECT_EQ(c.global_every, 3);
-  EXPECT_EQ(c.rope_theta, 160000.0);
-  EXPECT_EQ(c.local_rope_theta, 10000.0);
+  EXPECT_TRUE(c.positions.rope && c.mlp.gated && !c.mlp.silu && c.norm.embedding && !c.norm.first_block && !c.causal);
+  EXPECT_FALSE(c.bias || c.norm.bias || c.compat.mlm_transform);
+  EXPECT_EQ(c.attention.window, 8);
+  EXPECT_EQ(c.attention.global_every, 3);
+  EXPECT_EQ(c.positions.rope_theta, 160000.0);
+  EXPECT_EQ(c.positions.local_rope_theta, 10000.0);
   const auto mlm = spread::read_hf_model_folder(dir("modernbert_mlm").string(), false).config;
-  EXPECT_TRUE(mlm.mlm_transform && mlm.bias && mlm.norm_bias && mlm.mlm_dense_bias && mlm.gelu_tanh);
-  EXPECT_EQ(mlm.attention_window, 7);
-  EXPECT_EQ(mlm.global_every, 2);
-  EXPECT_EQ(mlm.local_rope_theta, 5000.0);
+  EXPECT_TRUE(mlm.compat.mlm_transform && mlm.bias && mlm.norm.bias && mlm.compat.mlm_dense_bias && mlm.mlp.gelu_tanh);
+  EXPECT_EQ(mlm.attention.window, 7);
+  EXPECT_EQ(mlm.attention.global_every, 2);
+  EXPECT_EQ(mlm.positions.local_rope_theta, 5000.0);
   for (const std::string m : {"modernbert", "modernbert_mlm"}) {
     expect_hidden_states_match(dir(m), dir(m + ".hidden.json"));
     expect_batched_hidden_states_match(dir(m), dir(m + ".batch.json"));
@@ -450,13 +451,13 @@ TEST_F(HfImport, DistilBertHiddenStatesAndLogitsMatchTransformers) {
   EXPECT_EQ(folder.architecture, "DistilBertModel");
   EXPECT_EQ(folder.family, "bert");
   const auto& c = folder.config;
-  EXPECT_TRUE(c.post_norm && c.bias && !c.causal && !c.mlm_transform);
-  EXPECT_EQ(c.type_vocab_size, 0);
+  EXPECT_TRUE(c.norm.post && c.bias && !c.causal && !c.compat.mlm_transform);
+  EXPECT_EQ(c.compat.type_vocab_size, 0);
   EXPECT_EQ(c.n_head, 3);
-  EXPECT_EQ(c.intermediate_size, 37);
-  EXPECT_EQ(c.layer_norm_eps, 1e-12);
+  EXPECT_EQ(c.mlp.width, 37);
+  EXPECT_EQ(c.norm.eps, 1e-12);
   const auto mlm = spread::read_hf_model_folder(dir("distilbert_mlm").string(), false).config;
-  EXPECT_TRUE(mlm.mlm_transform && mlm.gelu_tanh);
+  EXPECT_TRUE(mlm.compat.mlm_transform && mlm.mlp.gelu_tanh);
   expect_hidden_states_match(dir("distilbert"), dir("distilbert.hidden.json"));
   expect_batched_hidden_states_match(dir("distilbert"), dir("distilbert.batch.json"));
   expect_hidden_states_match(dir("distilbert_mlm"), dir("distilbert_mlm.hidden.json"));
@@ -468,8 +469,8 @@ TEST_F(HfImport, RobertaHiddenStatesAndLogitsMatchTransformers) {
   const auto folder = spread::read_hf_model_folder(dir("roberta").string(), /*with_weights=*/false);
   EXPECT_EQ(folder.architecture, "RobertaModel");
   EXPECT_EQ(folder.config.block_size, 64);  // max_position_embeddings 66 less the two rows before the text
-  EXPECT_EQ(folder.config.type_vocab_size, 1);
-  EXPECT_TRUE(spread::read_hf_model_folder(dir("roberta_mlm").string(), false).config.mlm_transform);
+  EXPECT_EQ(folder.config.compat.type_vocab_size, 1);
+  EXPECT_TRUE(spread::read_hf_model_folder(dir("roberta_mlm").string(), false).config.compat.mlm_transform);
   expect_hidden_states_match(dir("roberta"), dir("roberta.hidden.json"));
   expect_batched_hidden_states_match(dir("roberta"), dir("roberta.batch.json"));
   expect_hidden_states_match(dir("roberta_mlm"), dir("roberta_mlm.hidden.json"));
@@ -559,7 +560,7 @@ TEST_F(HfImport, PyLateColbertFolderMatchesTheLibrary) {
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("MaxSim"), std::string::npos) << r.output;
   spread::LoadedRun modern = spread::load_run(dir("pylate_modernbert").string());
-  EXPECT_EQ(modern.model->config().attention_window, 6);
+  EXPECT_EQ(modern.model->config().attention.window, 6);
   expect_colbert_matches(modern, read_json(dir("pylate_modernbert.json")));
   EXPECT_NE(r.output.find("nDCG@10"), std::string::npos) << r.output;
 }

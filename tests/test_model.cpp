@@ -109,16 +109,16 @@ void expect_gradient_matches_finite_differences(const TransformerConfig& cfg, co
 TransformerConfig tiny_llama() {
   TransformerConfig c = tiny();
   c.n_head = 4;
-  c.n_kv_head = 2;
+  c.attention.n_kv_head = 2;
   c.n_embd = 16;
-  c.rope = true;
-  c.rope_theta = 500.0;
-  c.rms_norm = true;
-  c.gated_mlp = true;
-  c.silu = true;
-  c.intermediate_size = 20;
+  c.positions.rope = true;
+  c.positions.rope_theta = 500.0;
+  c.norm.rms = true;
+  c.mlp.gated = true;
+  c.mlp.silu = true;
+  c.mlp.width = 20;
   c.bias = false;
-  c.tie_embeddings = false;
+  c.compat.tie_embeddings = false;
   return c;
 }
 
@@ -130,10 +130,10 @@ TEST(Transformer, ModernBlocksGradientMatchesFiniteDifferences) {
   expect_gradient_matches_finite_differences(tiny_llama());
   TransformerConfig geglu = tiny_llama();  // a bidirectional GeGLU encoder with a bias-free LayerNorm, padded
   geglu.causal = false;
-  geglu.rms_norm = false;
-  geglu.norm_bias = false;
-  geglu.silu = false;
-  geglu.gelu_tanh = true;
+  geglu.norm.rms = false;
+  geglu.norm.bias = false;
+  geglu.mlp.silu = false;
+  geglu.mlp.gelu_tanh = true;
   auto padding = torch::ones({2, 6}, torch::kBool);
   padding[1][5] = false;
   expect_gradient_matches_finite_differences(geglu, padding);
@@ -146,17 +146,17 @@ namespace {
 TransformerConfig tiny_modernbert() {
   TransformerConfig c = tiny_llama();
   c.n_layer = 4;
-  c.n_kv_head = 0;
+  c.attention.n_kv_head = 0;
   c.causal = false;
-  c.rms_norm = false;
-  c.norm_bias = false;
-  c.silu = false;
-  c.tie_embeddings = true;
-  c.attention_window = 2;
-  c.global_every = 3;
-  c.local_rope_theta = 50.0;
-  c.embedding_norm = true;
-  c.first_block_norm = false;
+  c.norm.rms = false;
+  c.norm.bias = false;
+  c.mlp.silu = false;
+  c.compat.tie_embeddings = true;
+  c.attention.window = 2;
+  c.attention.global_every = 3;
+  c.positions.local_rope_theta = 50.0;
+  c.norm.embedding = true;
+  c.norm.first_block = false;
   return c;
 }
 
@@ -190,8 +190,8 @@ TEST(Transformer, LocalAttentionFusedAndUnfusedAgreeOnAPaddedBatch) {
                               1e-5, 1e-5));
   // The window reaches the layers: without it (every layer global) the outputs differ.
   TransformerConfig global = tiny_modernbert();
-  global.attention_window = 0;
-  global.global_every = 0;
+  global.attention.window = 0;
+  global.attention.global_every = 0;
   torch::manual_seed(6);
   Transformer all_global(global);
   all_global->eval();
@@ -216,9 +216,9 @@ TEST(Transformer, EachModernOptionChangesTheOutput) {
     change(c);
     EXPECT_FALSE(torch::allclose(base, logits_of(c), 1e-4, 1e-4)) << what;
   };
-  differs([](TransformerConfig& c) { c.rope_theta = 10000.0; }, "rope_theta");
-  differs([](TransformerConfig& c) { c.rms_norm = false; c.norm_bias = false; }, "rmsnorm");
-  differs([](TransformerConfig& c) { c.silu = false; }, "swiglu vs geglu");
+  differs([](TransformerConfig& c) { c.positions.rope_theta = 10000.0; }, "rope_theta");
+  differs([](TransformerConfig& c) { c.norm.rms = false, c.norm.bias = false; }, "rmsnorm");
+  differs([](TransformerConfig& c) { c.mlp.silu = false; }, "swiglu vs geglu");
 }
 
 // A rotary model's memory does not grow with its context length (an imported Llama 3 config has 131,072
@@ -252,11 +252,11 @@ namespace {
 // local windows, GeGLU) with grouped-query heads.
 std::vector<std::pair<std::string, TransformerConfig>> padded_encoders() {
   TransformerConfig bert = tiny(/*causal=*/false);
-  bert.post_norm = true;
-  bert.type_vocab_size = 2;
-  bert.mlm_transform = true;
+  bert.norm.post = true;
+  bert.compat.type_vocab_size = 2;
+  bert.compat.mlm_transform = true;
   TransformerConfig modern = tiny_modernbert();
-  modern.n_kv_head = 2;
+  modern.attention.n_kv_head = 2;
   return {{"bert", bert}, {"pre-norm", tiny(/*causal=*/false)}, {"modernbert", modern}};
 }
 
@@ -324,7 +324,7 @@ TEST(Transformer, PackedBatchGradientMatchesFiniteDifferences) {
   ASSERT_TRUE(bool(spread::PackedRows::of(padding)));
   expect_gradient_matches_finite_differences(tiny_modernbert(), padding, /*pack_padding=*/true);
   TransformerConfig bert = tiny(false);
-  bert.post_norm = true;
+  bert.norm.post = true;
   expect_gradient_matches_finite_differences(bert, padding, /*pack_padding=*/true);
 }
 
@@ -351,8 +351,8 @@ TEST(Transformer, PackedRowsKeepTheValidTokensOfBatchesWorthPacking) {
 
 TEST(Transformer, AModelMadeForLoadingSkipsTheRandomInitialisation) {
   TransformerConfig bert_like = tiny(false);
-  bert_like.type_vocab_size = 2;
-  bert_like.post_norm = true;
+  bert_like.compat.type_vocab_size = 2;
+  bert_like.norm.post = true;
   for (const TransformerConfig& c : {bert_like, tiny_llama()}) {
     torch::manual_seed(5);
     Transformer random(c), blank(c, spread::WeightInit::none);

@@ -302,7 +302,8 @@ TEST(MixedLinear, Fp32ModelInTrainingModeRunsEveryLinearProductThroughOneDnn) {
     SCOPED_TRACE(gated ? "Llama-style block" : "GPT block");
     spread::TransformerConfig cfg;
     cfg.vocab_size = 50, cfg.n_layer = 2, cfg.n_head = 2, cfg.n_embd = 32, cfg.block_size = 16;
-    if (gated) cfg.gated_mlp = true, cfg.silu = true, cfg.rms_norm = true, cfg.rope = true, cfg.bias = false;
+    if (gated)
+      cfg.mlp.gated = true, cfg.mlp.silu = true, cfg.norm.rms = true, cfg.positions.rope = true, cfg.bias = false;
     torch::manual_seed(26);
     spread::Transformer model(cfg);
     const auto ids = torch::randint(0, cfg.vocab_size, {2, 16}, torch::kLong);
@@ -486,12 +487,13 @@ TEST(MixedLinear, ModelLossesInBf16StayWithinTolerancesOfFloat32) {
 // grouped-query heads; a Llama-shaped and a ModernBERT-shaped model.
 TEST(MixedLinear, ModernBlockLossesInBf16StayWithinTolerancesOfFloat32) {
   spread::TransformerConfig llama;
-  llama.n_head = 4, llama.n_kv_head = 2, llama.rope = true, llama.rms_norm = true, llama.gated_mlp = true;
-  llama.silu = true, llama.intermediate_size = 48, llama.bias = false;
+  llama.n_head = 4, llama.attention.n_kv_head = 2, llama.positions.rope = true, llama.norm.rms = true,
+  llama.mlp.gated = true;
+  llama.mlp.silu = true, llama.mlp.width = 48, llama.bias = false;
   expect_bf16_losses_close_to_float32(llama);
   spread::TransformerConfig modernbert;
-  modernbert.n_head = 2, modernbert.causal = false, modernbert.rope = true, modernbert.gated_mlp = true;
-  modernbert.intermediate_size = 48, modernbert.attention_window = 4, modernbert.global_every = 2;
+  modernbert.n_head = 2, modernbert.causal = false, modernbert.positions.rope = true, modernbert.mlp.gated = true;
+  modernbert.mlp.width = 48, modernbert.attention.window = 4, modernbert.attention.global_every = 2;
   expect_bf16_losses_close_to_float32(modernbert);
 }
 
@@ -763,8 +765,9 @@ TEST(PackedLinear, InferenceRunsEveryLinearProductOfAModelPacked) {
   for (const int kind : {0, 1, 2}) {
     spread::TransformerConfig cfg;
     cfg.vocab_size = 50, cfg.n_layer = 2, cfg.n_head = 2, cfg.n_embd = 32, cfg.block_size = 16;
-    if (kind == 1) cfg.gated_mlp = true, cfg.silu = true, cfg.rms_norm = true, cfg.rope = true, cfg.bias = false;
-    if (kind == 2) cfg.post_norm = true, cfg.causal = false, cfg.type_vocab_size = 2;
+    if (kind == 1)
+      cfg.mlp.gated = true, cfg.mlp.silu = true, cfg.norm.rms = true, cfg.positions.rope = true, cfg.bias = false;
+    if (kind == 2) cfg.norm.post = true, cfg.causal = false, cfg.compat.type_vocab_size = 2;
     SCOPED_TRACE(kind == 0 ? "GPT block" : kind == 1 ? "Llama-style block" : "BERT block");
     torch::manual_seed(33);
     spread::Transformer model(cfg);

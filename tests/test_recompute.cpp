@@ -212,11 +212,12 @@ TEST(Recompute, ModelGradientsAreTheSameWithAndWithoutRecompute) {
 // ModernBERT-shaped (GeGLU, local attention) model.
 TEST(Recompute, GatedMlpModelGradientsAreTheSameWithAndWithoutRecompute) {
   spread::TransformerConfig llama;
-  llama.n_head = 4, llama.n_kv_head = 2, llama.rope = true, llama.rms_norm = true, llama.gated_mlp = true;
-  llama.silu = true, llama.intermediate_size = 12, llama.bias = false;
+  llama.n_head = 4, llama.attention.n_kv_head = 2, llama.positions.rope = true, llama.norm.rms = true,
+  llama.mlp.gated = true;
+  llama.mlp.silu = true, llama.mlp.width = 12, llama.bias = false;
   spread::TransformerConfig modernbert;
-  modernbert.n_head = 2, modernbert.causal = false, modernbert.rope = true, modernbert.gated_mlp = true;
-  modernbert.intermediate_size = 12, modernbert.attention_window = 2, modernbert.global_every = 2;
+  modernbert.n_head = 2, modernbert.causal = false, modernbert.positions.rope = true, modernbert.mlp.gated = true;
+  modernbert.mlp.width = 12, modernbert.attention.window = 2, modernbert.attention.global_every = 2;
   for (const auto& c : {llama, modernbert}) {
     expect_recompute_changes_nothing(c, torch::kDouble, 1e-10);
     expect_recompute_changes_nothing(c, torch::kFloat, 1e-4);

@@ -130,8 +130,8 @@ namespace {
 spread::TransformerConfig wiring_config(double dropout, bool llama) {
   spread::TransformerConfig cfg;
   if (llama) {  // rope, RMSNorm, SwiGLU, two query heads per k/v head, no biases
-    cfg.rope = cfg.rms_norm = cfg.gated_mlp = cfg.silu = true;
-    cfg.n_kv_head = 1;
+    cfg.positions.rope = cfg.norm.rms = cfg.mlp.gated = cfg.mlp.silu = true;
+    cfg.attention.n_kv_head = 1;
     cfg.bias = false;
   }
   cfg.vocab_size = 23;

@@ -268,17 +268,22 @@ void write_folder(const Files& files, const fs::path& out) {
 void refuse_modern_blocks(const TransformerConfig& cfg, const std::string& source) {
   if (architecture("llama").holds(cfg)) return;
   if (architecture("modernbert").holds(cfg)) {
-    if (cfg.attention_window > 0 && cfg.global_every == 0)
+    if (cfg.attention.window > 0 && cfg.attention.global_every == 0)
       throw user_error(source, 0, "model.global_every", "is 0 (every layer local), which ModernBERT cannot say: its "
                        "layer 0 is always global", "train with model.global_every >= 1 (ModernBERT: 3)");
     return;
   }
-  const char* key = cfg.rope ? "model.positions" : cfg.rms_norm ? "model.norm" : !cfg.norm_bias ? "model.norm_bias"
-                    : cfg.gated_mlp || cfg.silu ? "model.mlp" : cfg.kv_heads() != cfg.n_head ? "model.n_kv_head"
-                    : !cfg.tie_embeddings ? "model.tie_embeddings" : cfg.attention_window > 0 ? "model.attention_window"
-                    : cfg.embedding_norm && !cfg.post_norm ? "model.embedding_norm"
-                    : !cfg.first_block_norm ? "model.first_block_norm"
-                    : cfg.mlm_transform && !cfg.mlm_dense_bias ? "model.mlm_dense_bias" : nullptr;
+  const char* key = cfg.positions.rope                                       ? "model.positions"
+                    : cfg.norm.rms                                           ? "model.norm"
+                    : !cfg.norm.bias                                         ? "model.norm_bias"
+                    : cfg.mlp.gated || cfg.mlp.silu                          ? "model.mlp"
+                    : cfg.kv_heads() != cfg.n_head                           ? "model.n_kv_head"
+                    : !cfg.compat.tie_embeddings                             ? "model.tie_embeddings"
+                    : cfg.attention.window > 0                               ? "model.attention_window"
+                    : cfg.norm.embedding && !cfg.norm.post                   ? "model.embedding_norm"
+                    : !cfg.norm.first_block                                  ? "model.first_block_norm"
+                    : cfg.compat.mlm_transform && !cfg.compat.mlm_dense_bias ? "model.mlm_dense_bias"
+                                                                             : nullptr;
   if (key)
     throw user_error(source, 0, key, "is not the default, and spread has no Hugging Face layout for this block "
                      "(GPT-2, BERT and MegatronBert have learned positions, LayerNorm, a GELU MLP, full heads and "
@@ -312,11 +317,14 @@ ExportResult export_run(const ExportRequest& request) {
     if (!cfg.causal)
       throw user_error(recipe.source, 0, "model.causal", "an LM run with a bidirectional model has no HF layout",
                        "export LM runs trained with causal = true");
-    if (cfg.post_norm || cfg.type_vocab_size > 0 || cfg.mlm_transform)
-      throw user_error(recipe.source, 0, cfg.post_norm ? "model.norm_position" : cfg.type_vocab_size > 0
-                                                           ? "model.type_vocab_size" : "model.mlm_transform",
-                       "GPT-2 and Llama have pre-norm blocks, no token types and no MLM head: this LM has no layout",
-                       "export LM runs trained with norm_position = \"pre\", type_vocab_size = 0, mlm_transform = false");
+    if (cfg.norm.post || cfg.compat.type_vocab_size > 0 || cfg.compat.mlm_transform)
+      throw user_error(
+          recipe.source, 0,
+          cfg.norm.post                    ? "model.norm_position"
+          : cfg.compat.type_vocab_size > 0 ? "model.type_vocab_size"
+                                           : "model.mlm_transform",
+          "GPT-2 and Llama have pre-norm blocks, no token types and no MLM head: this LM has no layout",
+          "export LM runs trained with norm_position = \"pre\", type_vocab_size = 0, mlm_transform = false");
     if (tokenizer->lowercases())
       throw user_error(recipe.source, 0, "tokenizer.lowercase", "is true, and the GPT-2 and Llama layouts have no "
                        "lower-casing "
@@ -331,10 +339,10 @@ ExportResult export_run(const ExportRequest& request) {
   } else {
     // A post-LN encoder (an imported BERT or DistilBERT) goes back as BertModel or DistilBertModel; spread's pre-LN
     // one is MegatronBert.
-    if (cfg.post_norm && !cfg.bias)
+    if (cfg.norm.post && !cfg.bias)
       throw user_error(recipe.source, 0, "model.bias", "a post-LayerNorm encoder exports as BertModel or "
                        "DistilBertModel, which have biases", "train it with model.bias = true");
-    if (cfg.post_norm && cfg.type_vocab_size == 0 && !architecture("distilbert").holds(cfg))
+    if (cfg.norm.post && cfg.compat.type_vocab_size == 0 && !architecture("distilbert").holds(cfg))
       throw user_error(recipe.source, 0, "model.layer_norm_eps", "a post-LayerNorm encoder without token types "
                        "exports as DistilBertModel, whose LayerNorms have epsilon 1e-12",
                        "train it with model.layer_norm_eps = 1e-12, or with model.type_vocab_size = 2 (BertModel)");

@@ -232,8 +232,8 @@ void refuse_sizes_beyond_weights(const HfModelFolder& folder, const std::string&
   if (needed <= held) return;
   throw user_error(config_path, 0, "",
                    fmt::format("its sizes (vocabulary {}, width {}, {} layers, {} positions, MLP width {}) make a "
-                               "model of {:.0f} values, but the weights hold {:.0f}", c.vocab_size, c.n_embd,
-                               c.n_layer, c.block_size, c.intermediate_size, needed, held),
+                               "model of {:.0f} values, but the weights hold {:.0f}",
+                               c.vocab_size, c.n_embd, c.n_layer, c.block_size, c.mlp.width, needed, held),
                    "this config.json does not belong to the weights beside it");
 }
 
@@ -414,26 +414,26 @@ Recipe recipe_of_model_folder(const HfModelFolder& folder) {
   r.model.block_size = c.block_size;
   r.model.bias = c.bias;
   r.model.causal = c.causal;
-  r.model.norm_position = c.post_norm ? "post" : "pre";
-  r.model.activation = c.gelu_tanh ? "gelu_tanh" : "gelu";
-  r.model.intermediate_size = c.intermediate_size;
-  r.model.layer_norm_eps = c.layer_norm_eps;
-  r.model.type_vocab_size = c.type_vocab_size;
-  r.model.mlm_transform = c.mlm_transform;
+  r.model.norm_position = c.norm.post ? "post" : "pre";
+  r.model.activation = c.mlp.gelu_tanh ? "gelu_tanh" : "gelu";
+  r.model.intermediate_size = c.mlp.width;
+  r.model.layer_norm_eps = c.norm.eps;
+  r.model.type_vocab_size = c.compat.type_vocab_size;
+  r.model.mlm_transform = c.compat.mlm_transform;
   r.model.vocab_size = c.vocab_size;
-  r.model.positions = c.rope ? "rope" : "learned";
-  r.model.rope_theta = c.rope_theta;
-  r.model.norm = c.rms_norm ? "rmsnorm" : "layernorm";
-  r.model.norm_bias = c.norm_bias;
-  r.model.mlp = !c.gated_mlp ? "gelu" : c.silu ? "swiglu" : "geglu";
-  r.model.n_kv_head = c.n_kv_head;
-  r.model.tie_embeddings = c.tie_embeddings;
-  r.model.attention_window = c.attention_window;
-  r.model.global_every = c.global_every;
-  r.model.local_rope_theta = c.local_rope_theta;
-  r.model.embedding_norm = c.embedding_norm;
-  r.model.first_block_norm = c.first_block_norm;
-  r.model.mlm_dense_bias = c.mlm_dense_bias;
+  r.model.positions = c.positions.rope ? "rope" : "learned";
+  r.model.rope_theta = c.positions.rope_theta;
+  r.model.norm = c.norm.rms ? "rmsnorm" : "layernorm";
+  r.model.norm_bias = c.norm.bias;
+  r.model.mlp = !c.mlp.gated ? "gelu" : c.mlp.silu ? "swiglu" : "geglu";
+  r.model.n_kv_head = c.attention.n_kv_head;
+  r.model.tie_embeddings = c.compat.tie_embeddings;
+  r.model.attention_window = c.attention.window;
+  r.model.global_every = c.attention.global_every;
+  r.model.local_rope_theta = c.positions.local_rope_theta;
+  r.model.embedding_norm = c.norm.embedding;
+  r.model.first_block_norm = c.norm.first_block;
+  r.model.mlm_dense_bias = c.compat.mlm_dense_bias;
   r.model.dropout = 0.0;
   r.tokenizer.kind = "hf";
   // The tokenizer files sit beside the weights, or at the top of a sentence-transformers folder.
@@ -441,7 +441,7 @@ Recipe recipe_of_model_folder(const HfModelFolder& folder) {
                       fs::exists(path_in(folder.model_dir, "vocab.txt")) ||
                       fs::exists(path_in(folder.model_dir, "vocab.json"));
   r.tokenizer.path = beside ? folder.model_dir : folder.dir;
-  r.train.objective = c.causal ? Objective::lm : c.mlm_transform ? Objective::mlm : Objective::contrastive;
+  r.train.objective = c.causal ? Objective::lm : c.compat.mlm_transform ? Objective::mlm : Objective::contrastive;
   r.data.max_length = c.block_size;
   if (folder.colbert) {
     const ColbertModules& m = *folder.colbert;

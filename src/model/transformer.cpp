@@ -35,9 +35,9 @@ torch::nn::Embedding make_embedding(int64_t rows, int64_t width, WeightInit init
 Norm make_norm(const TransformerConfig& cfg) {
   NormOptions o;
   o.dim = cfg.n_embd;
-  o.eps = cfg.layer_norm_eps;
-  o.rms = cfg.rms_norm;
-  o.bias = cfg.norm_bias;
+  o.eps = cfg.norm.eps;
+  o.rms = cfg.norm.rms;
+  o.bias = cfg.norm.bias;
   return Norm(o);
 }
 
@@ -99,10 +99,15 @@ torch::Tensor mixed_linear(const torch::Tensor& x, const torch::Tensor& weight, 
 }
 
 SelfAttentionImpl::SelfAttentionImpl(const TransformerConfig& cfg, int64_t layer)
-    : n_head_(cfg.n_head), n_kv_head_(cfg.kv_heads()), window_(cfg.is_local(layer) ? cfg.attention_window / 2 : -1),
-      causal_(cfg.causal), recompute_(cfg.recompute),
-      rope_(cfg.rope), dropout_(cfg.dropout), matmul_dtype_(cfg.matmul_dtype),
-      rope_theta_(cfg.is_local(layer) && cfg.local_rope_theta > 0 ? cfg.local_rope_theta : cfg.rope_theta) {
+    : n_head_(cfg.n_head),
+      n_kv_head_(cfg.kv_heads()),
+      window_(cfg.is_local(layer) ? cfg.attention.window / 2 : -1),
+      causal_(cfg.causal),
+      recompute_(cfg.recompute),
+      rope_(cfg.positions.rope),
+      dropout_(cfg.dropout),
+      matmul_dtype_(cfg.matmul_dtype),
+      rope_theta_(cfg.rope_theta_of(layer)) {
   const int64_t head_size = cfg.n_embd / cfg.n_head;
   qkv = register_module("qkv", make_linear(cfg.n_embd, (cfg.n_head + 2 * n_kv_head_) * head_size, cfg.bias));
   proj = register_module("proj", make_linear(cfg.n_embd, cfg.n_embd, cfg.bias));
@@ -174,8 +179,12 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const torch::Te
 }
 
 MlpImpl::MlpImpl(const TransformerConfig& cfg)
-    : dropout_(cfg.dropout), recompute_(cfg.recompute), gelu_tanh_(cfg.gelu_tanh), gated_(cfg.gated_mlp),
-      silu_(cfg.silu), matmul_dtype_(cfg.matmul_dtype) {
+    : dropout_(cfg.dropout),
+      recompute_(cfg.recompute),
+      gelu_tanh_(cfg.mlp.gelu_tanh),
+      gated_(cfg.mlp.gated),
+      silu_(cfg.mlp.silu),
+      matmul_dtype_(cfg.matmul_dtype) {
   fc = register_module("fc", make_linear(cfg.n_embd, (gated_ ? 2 : 1) * cfg.mlp_width(), cfg.bias));
   proj = register_module("proj", make_linear(cfg.mlp_width(), cfg.n_embd, cfg.bias));
 }
@@ -209,7 +218,7 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x, bool add_proj_bias) {
 }
 
 BlockImpl::BlockImpl(const TransformerConfig& cfg, int64_t layer) : dropout_(cfg.dropout) {
-  if (layer > 0 || cfg.first_block_norm) ln1 = register_module("ln1", make_norm(cfg));
+  if (layer > 0 || cfg.norm.first_block) ln1 = register_module("ln1", make_norm(cfg));
   attn = register_module("attn", SelfAttention(cfg, layer));
   ln2 = register_module("ln2", make_norm(cfg));
   mlp = register_module("mlp", Mlp(cfg));
@@ -240,27 +249,29 @@ torch::Tensor BlockImpl::forward_post(const torch::Tensor& x, const torch::Tenso
 TransformerImpl::TransformerImpl(const TransformerConfig& cfg, WeightInit init) : cfg_(cfg) {
   TORCH_CHECK(cfg.n_head % cfg.kv_heads() == 0, "n_head ", cfg.n_head, " is not a multiple of n_kv_head ",
               cfg.kv_heads());
-  TORCH_CHECK(!cfg.rope || (cfg.n_embd / cfg.n_head) % 2 == 0, "rope needs an even head size");
-  TORCH_CHECK(cfg.first_block_norm || !cfg.post_norm, "a post-norm block 0 needs its norm (first_block_norm)");
-  TORCH_CHECK(cfg.attention_window >= 0 && cfg.global_every >= 0, "attention_window and global_every must be >= 0");
+  TORCH_CHECK(!cfg.positions.rope || (cfg.n_embd / cfg.n_head) % 2 == 0, "rope needs an even head size");
+  TORCH_CHECK(cfg.norm.first_block || !cfg.norm.post, "a post-norm block 0 needs its norm (first_block_norm)");
+  TORCH_CHECK(cfg.attention.window >= 0 && cfg.attention.global_every >= 0,
+              "attention_window and global_every must be >= 0");
   wte = register_module("wte", make_embedding(cfg.vocab_size, cfg.n_embd, init));
-  if (!cfg.rope) wpe = register_module("wpe", make_embedding(cfg.block_size, cfg.n_embd, init));
+  if (!cfg.positions.rope) wpe = register_module("wpe", make_embedding(cfg.block_size, cfg.n_embd, init));
   drop_ = register_module("drop", torch::nn::Dropout(cfg.dropout));
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (int64_t i = 0; i < cfg.n_layer; ++i) blocks->push_back(Block(cfg, i));
-  if (!cfg.post_norm) ln_f = register_module("ln_f", make_norm(cfg));
+  if (!cfg.norm.post) ln_f = register_module("ln_f", make_norm(cfg));
   // Registered last, so the other parameters draw the same initial values with and without a head (and
   // without the options of imported models).
   if (cfg.head_dim > 0)
     head = register_module("head", torch::nn::Linear(torch::nn::LinearOptions(cfg.n_embd, cfg.head_dim).bias(false)));
-  if (cfg.type_vocab_size > 0) wtt = register_module("wtt", make_embedding(cfg.type_vocab_size, cfg.n_embd, init));
-  if (cfg.post_norm || cfg.embedding_norm) emb_norm = register_module("emb_norm", make_norm(cfg));
-  if (cfg.mlm_transform) {
-    mlm_dense = register_module("mlm_dense", make_linear(cfg.n_embd, cfg.n_embd, cfg.mlm_dense_bias));
+  if (cfg.compat.type_vocab_size > 0)
+    wtt = register_module("wtt", make_embedding(cfg.compat.type_vocab_size, cfg.n_embd, init));
+  if (cfg.norm.post || cfg.norm.embedding) emb_norm = register_module("emb_norm", make_norm(cfg));
+  if (cfg.compat.mlm_transform) {
+    mlm_dense = register_module("mlm_dense", make_linear(cfg.n_embd, cfg.n_embd, cfg.compat.mlm_dense_bias));
     mlm_norm = register_module("mlm_norm", make_norm(cfg));
     mlm_bias = register_parameter("mlm_bias", torch::zeros({cfg.vocab_size}));
   }
-  if (!cfg.tie_embeddings) lm_head = register_module("lm_head", make_linear(cfg.n_embd, cfg.vocab_size, false));
+  if (!cfg.compat.tie_embeddings) lm_head = register_module("lm_head", make_linear(cfg.n_embd, cfg.vocab_size, false));
   if (init == WeightInit::random) init_weights();
 }
 
@@ -305,7 +316,7 @@ TransformerOutput TransformerImpl::forward(const torch::Tensor& idx, bool want_h
   const PackedRows packed = n_blocks > 0 && pack_padding ? PackedRows::of(key_padding) : PackedRows();
   if (packed) x = packed.unpad(x);
   auto padded = [&](const torch::Tensor& rows) { return packed ? packed.pad(rows) : rows; };
-  if (cfg_.post_norm) {
+  if (cfg_.norm.post) {
     for (int64_t i = 0; i < n_blocks; ++i) {
       x = block(i)->forward_post(x, mask, packed);
       if (want_hidden) out.hidden.push_back(padded(x));
@@ -332,9 +343,8 @@ TransformerOutput TransformerImpl::forward(const torch::Tensor& idx, bool want_h
 torch::Tensor TransformerImpl::output_logits(const torch::Tensor& final_hidden) {
   torch::Tensor h = final_hidden;
   if (!mlm_dense.is_empty())
-    h = mlm_norm->forward(
-        activation(mixed_linear(h, mlm_dense->weight, mlm_dense->bias, cfg_.matmul_dtype, is_training()),
-                   cfg_.gelu_tanh));
+    h = mlm_norm->forward(activation(
+        mixed_linear(h, mlm_dense->weight, mlm_dense->bias, cfg_.matmul_dtype, is_training()), cfg_.mlp.gelu_tanh));
   // The output matrix (tied: the embedding); the logits are float32 for the loss whatever the product's dtype.
   return mixed_linear(h, lm_head.is_empty() ? wte->weight : lm_head->weight, mlm_bias, cfg_.matmul_dtype,
                       is_training());

@@ -69,7 +69,7 @@ std::pair<torch::Tensor, int64_t> MaskedLanguageModelTask::batch_loss(
   auto out = model->forward(m.inputs.to(device_), /*want_hidden=*/false, /*want_logits=*/false, mask,
                             /*pack_padding=*/true);
   // An imported BERT has its prediction head (transform, decoder bias); spread's own encoder the tied embedding.
-  auto loss = model->config().mlm_transform
+  auto loss = model->config().compat.mlm_transform
                   ? mlm_loss(out.final_hidden, targets, [&](const torch::Tensor& h) { return model->output_logits(h); })
                   : mlm_loss(out.final_hidden, model->wte->weight, targets);
   return {loss, m.targets.ge(0).sum().item<int64_t>()};

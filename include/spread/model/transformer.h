@@ -1,10 +1,9 @@
 #pragma once
-// One transformer for every objective (docs/design.md §9): pre-norm blocks, causal (LM) or bidirectional
-// (encoder) self-attention, GELU MLP 4x, learned positions, tied input/output embeddings, dropout.
-// The forward pass can hand back every layer's hidden states so that losses and diagnostics work on them.
-// The options after `matmul_dtype` make room for the models people have (interchange/hf_import.h): BERT's
-// post-LayerNorm blocks with token-type embeddings, an embedding LayerNorm and its MLM prediction head; GPT-2's
-// tanh GELU; any MLP width and LayerNorm epsilon. Their defaults are spread's own model, bit for bit.
+// One transformer for every objective (docs/design.md §9), as the trainer runs it: the shape is a
+// TransformerConfig (model/config.h), what each option computes is written plainly in model/reference.h, and this
+// module computes the same up to float rounding through the CPU fast paths (fused attention, residual adds fused
+// with the next norm, recomputing MLP nodes, direct and packed GEMMs, padding packed out). The forward pass can hand
+// back every layer's hidden states so that losses and diagnostics work on them.
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/dropout.h>
@@ -12,64 +11,14 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
-#include <utility>
 
-#include "spread/model/norm.h"
+#include <utility>
 #include <vector>
 
-namespace spread {
+#include "spread/model/config.h"
+#include "spread/model/norm.h"
 
-struct TransformerConfig {
-  int64_t vocab_size = 0;
-  int64_t n_layer = 4;
-  int64_t n_head = 4;
-  int64_t n_embd = 128;
-  int64_t block_size = 64;
-  double dropout = 0.0;
-  bool bias = true;
-  bool causal = true;
-  int64_t head_dim = 0;   // > 0: a bias-free linear head to this width for multi-vector (late-interaction) token
-                          // vectors (token_vectors); 0: no head (the checkpoint then has no head.weight)
-  bool recompute = true;  // recompute attention probabilities and GELU outputs in backward (model/recompute.h)
-                          // on the unfused path; the fused CPU attention always recomputes (model/attention.h)
-  at::ScalarType matmul_dtype = at::kFloat;  // kBFloat16: every linear layer and the LM head multiply in bf16
-                          // (inputs and weights rounded, float32 accumulation, outputs back in float32; bias adds in
-                          // float32); parameters, attention, LayerNorm, GELU and everything after the logits stay
-                          // float32 (mixed_linear). Set by the trainer from train.precision, never saved.
-  bool post_norm = false;       // BERT: x = LN(x + attn(x)), x = LN(x + mlp(x)); LayerNorm after the embeddings
-                                // (emb_norm) and no final ln_f. false: pre-norm (GPT-2, spread's own)
-  bool gelu_tanh = false;       // the tanh approximation of GELU (GPT-2's "gelu_new"); false: the exact, erf GELU
-  int64_t intermediate_size = 0;  // the MLP's hidden width; 0 = 4 * n_embd
-  double layer_norm_eps = 1e-5;
-  int64_t type_vocab_size = 0;  // > 0: BERT's token-type embeddings (type 0 is added to every position); 0: none
-  bool mlm_transform = false;   // BERT's MLM head: dense, activation, LayerNorm, then the tied decoder plus a bias
-  // The modern blocks (Llama, SmolLM, ModernBERT); the defaults are spread's own model, bit for bit.
-  bool rms_norm = false;        // RMSNorm instead of LayerNorm everywhere (model/norm.h)
-  bool norm_bias = true;        // LayerNorm's bias (ModernBERT has none; RMSNorm never has one)
-  bool rope = false;            // rotary position embeddings on q and k (rotate-half pairs, as transformers'
-                                // Llama) instead of learned absolute positions (the model then has no wpe)
-  double rope_theta = 10000.0;  // the rotary base
-  bool gated_mlp = false;       // proj(act(gate) * up) with fc = [gate; up] (GeGLU, SwiGLU) instead of proj(act(fc))
-  bool silu = false;            // SiLU as the MLP's activation (SwiGLU); false: GELU as gelu_tanh says
-  int64_t n_kv_head = 0;        // grouped-query attention: heads of k and v, each serving n_head / n_kv_head query
-                                // heads in order; 0 = n_head
-  bool tie_embeddings = true;   // false: a separate output matrix lm_head [vocab, n_embd]
-  // ModernBERT: local attention on most layers, an embedding norm, no norm before block 0's attention.
-  int64_t attention_window = 0;  // > 0: the local layers' query t sees keys s with |t - s| <= attention_window / 2
-                                 // (ModernBERT's local_attention, the full width); 0: every layer attends globally
-  int64_t global_every = 0;      // with a window, layer i attends globally when i % global_every == 0 (ModernBERT:
-                                 // 3); 0: every layer is local
-  double local_rope_theta = 0;   // the rotary base of the local layers (ModernBERT: 10000); 0 = rope_theta
-  bool embedding_norm = false;   // a norm after the token embeddings of a pre-norm model (post-norm ones have one)
-  bool first_block_norm = true;  // false: block 0 has no norm before attention (ModernBERT: the embedding norm's
-                                 // output is its input)
-  bool mlm_dense_bias = true;    // the MLM transform's dense bias (ModernBERT's classifier_bias)
-  int64_t mlp_width() const { return intermediate_size > 0 ? intermediate_size : 4 * n_embd; }
-  int64_t kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
-  bool is_local(int64_t layer) const {
-    return attention_window > 0 && (global_every <= 0 || layer % global_every != 0);
-  }
-};
+namespace spread {
 
 // y = x W^T + b with the product in `dtype`: for kFloat float32; for kBFloat16, x and W rounded to bf16 and the
 // product accumulated in float32. On the CPU, where the process has the GEMMs, model/direct_linear.h runs them (bf16

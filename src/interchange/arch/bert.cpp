@@ -18,14 +18,14 @@ TransformerConfig bert_family_config(const json& c, const std::string& path, boo
   require(!bool_key(c, "is_decoder", path, false), path, "is_decoder", true, "false (an encoder)");
   require(!bool_key(c, "add_cross_attention", path, false), path, "add_cross_attention", true, "false");
   TransformerConfig cfg = shape_of(c, path);
-  cfg.type_vocab_size = int_key(c, "type_vocab_size", path, 2);
-  cfg.layer_norm_eps = positive_key(c, "layer_norm_eps", path, 1e-12);
-  cfg.gelu_tanh = tanh_gelu(string_key(c, "hidden_act", "gelu"), path, "hidden_act");
-  require(cfg.type_vocab_size > 0, path, "type_vocab_size", cfg.type_vocab_size, "at least 1");
+  cfg.compat.type_vocab_size = int_key(c, "type_vocab_size", path, 2);
+  cfg.norm.eps = positive_key(c, "layer_norm_eps", path, 1e-12);
+  cfg.mlp.gelu_tanh = tanh_gelu(string_key(c, "hidden_act", "gelu"), path, "hidden_act");
+  require(cfg.compat.type_vocab_size > 0, path, "type_vocab_size", cfg.compat.type_vocab_size, "at least 1");
   cfg.causal = false;
   cfg.bias = true;
-  cfg.post_norm = true;
-  cfg.mlm_transform = mlm_head;
+  cfg.norm.post = true;
+  cfg.compat.mlm_transform = mlm_head;
   return cfg;
 }
 
@@ -77,14 +77,14 @@ json bert_family_json(const TransformerConfig& cfg, int32_t pad_id, const std::s
           {"num_hidden_layers", cfg.n_layer},
           {"num_attention_heads", cfg.n_head},
           {"intermediate_size", cfg.mlp_width()},
-          {"hidden_act", cfg.gelu_tanh ? "gelu_new" : "gelu"},
+          {"hidden_act", cfg.mlp.gelu_tanh ? "gelu_new" : "gelu"},
           {"hidden_dropout_prob", cfg.dropout},
           {"attention_probs_dropout_prob", cfg.dropout},
           {"max_position_embeddings", cfg.block_size},
           // spread's own encoders have no segments: MegatronBert's config still needs a count
-          {"type_vocab_size", cfg.type_vocab_size > 0 ? cfg.type_vocab_size : 2},
+          {"type_vocab_size", cfg.compat.type_vocab_size > 0 ? cfg.compat.type_vocab_size : 2},
           {"initializer_range", 0.02},
-          {"layer_norm_eps", cfg.layer_norm_eps},
+          {"layer_norm_eps", cfg.norm.eps},
           {"pad_token_id", std::max(pad_id, 0)},
           {"position_embedding_type", "absolute"},
           {"use_cache", false},
@@ -104,7 +104,7 @@ NamedTensors read_weights(NamedTensors tensors, const TransformerConfig& cfg, co
   const std::string p = put_bert_embeddings(out, hf);
   put_linear(out, hf, p + "embeddings.LayerNorm", "emb_norm");
   put_post_norm_layers(out, hf, p, cfg.n_layer);
-  if (cfg.mlm_transform) {
+  if (cfg.compat.mlm_transform) {
     put_linear(out, hf, "cls.predictions.transform.dense", "mlm_dense");
     put_linear(out, hf, "cls.predictions.transform.LayerNorm", "mlm_norm");
     const torch::Tensor* bias = hf.find("cls.predictions.bias");
@@ -116,7 +116,7 @@ NamedTensors read_weights(NamedTensors tensors, const TransformerConfig& cfg, co
 }
 
 // A post-LN encoder with token types (an imported BERT) goes back as BertModel (one without is DistilBERT's).
-bool holds(const TransformerConfig& cfg) { return !cfg.causal && cfg.post_norm && cfg.type_vocab_size > 0; }
+bool holds(const TransformerConfig& cfg) { return !cfg.causal && cfg.norm.post && cfg.compat.type_vocab_size > 0; }
 
 json write_config(const TransformerConfig& cfg, const ConfigTokenIds& ids) {
   return bert_family_json(cfg, ids.pad, "BertModel", "bert");

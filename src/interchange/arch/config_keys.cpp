@@ -74,7 +74,7 @@ TransformerConfig shape_of(const json& c, const std::string& path) {
   cfg.n_head = size_key(c, "num_attention_heads", path);
   cfg.n_embd = size_key(c, "hidden_size", path);
   cfg.block_size = size_key(c, "max_position_embeddings", path);
-  cfg.intermediate_size = size_key(c, "intermediate_size", path);
+  cfg.mlp.width = size_key(c, "intermediate_size", path);
   require(cfg.n_head > 0 && cfg.n_embd % cfg.n_head == 0, path, "num_attention_heads", cfg.n_head,
           "a divisor of hidden_size");
   return cfg;

@@ -26,15 +26,15 @@ TransformerConfig read_config(const json& c, const std::string& path, const std:
   cfg.n_head = size_key(c, "n_heads", path);
   cfg.n_embd = size_key(c, "dim", path);
   cfg.block_size = size_key(c, "max_position_embeddings", path);
-  cfg.intermediate_size = size_key(c, "hidden_dim", path);
+  cfg.mlp.width = size_key(c, "hidden_dim", path);
   require(cfg.n_embd % cfg.n_head == 0, path, "n_heads", cfg.n_head, "a divisor of dim");
-  cfg.gelu_tanh = tanh_gelu(string_key(c, "activation", "gelu"), path, "activation");
-  cfg.layer_norm_eps = kDistilBertEps;
-  cfg.type_vocab_size = 0;
+  cfg.mlp.gelu_tanh = tanh_gelu(string_key(c, "activation", "gelu"), path, "activation");
+  cfg.norm.eps = kDistilBertEps;
+  cfg.compat.type_vocab_size = 0;
   cfg.causal = false;
   cfg.bias = true;
-  cfg.post_norm = true;
-  cfg.mlm_transform = name == "DistilBertForMaskedLM";
+  cfg.norm.post = true;
+  cfg.compat.mlm_transform = name == "DistilBertForMaskedLM";
   return cfg;
 }
 
@@ -57,7 +57,7 @@ NamedTensors read_weights(NamedTensors tensors, const TransformerConfig& cfg, co
     put_linear(out, hf, h + "ffn.lin2", s + "mlp.proj");
     put_linear(out, hf, h + "output_layer_norm", s + "ln2");
   }
-  if (cfg.mlm_transform) {  // vocab_transform, the activation, vocab_layer_norm, then the tied vocab_projector
+  if (cfg.compat.mlm_transform) {  // vocab_transform, the activation, vocab_layer_norm, then the tied vocab_projector
     put_linear(out, hf, "vocab_transform", "mlm_dense");
     put_linear(out, hf, "vocab_layer_norm", "mlm_norm");
     put(out, "mlm_bias", hf.get("vocab_projector.bias"));
@@ -68,7 +68,7 @@ NamedTensors read_weights(NamedTensors tensors, const TransformerConfig& cfg, co
 }
 
 bool holds(const TransformerConfig& cfg) {
-  return !cfg.causal && cfg.post_norm && cfg.type_vocab_size == 0 && cfg.layer_norm_eps == kDistilBertEps;
+  return !cfg.causal && cfg.norm.post && cfg.compat.type_vocab_size == 0 && cfg.norm.eps == kDistilBertEps;
 }
 
 // DistilBertModel (the MLM head, when the run has one, is not written: encoders are exported for their vectors).
@@ -82,7 +82,7 @@ json write_config(const TransformerConfig& cfg, const ConfigTokenIds& ids) {
           {"n_heads", cfg.n_head},
           {"dim", cfg.n_embd},
           {"hidden_dim", cfg.mlp_width()},
-          {"activation", cfg.gelu_tanh ? "gelu_new" : "gelu"},
+          {"activation", cfg.mlp.gelu_tanh ? "gelu_new" : "gelu"},
           {"dropout", cfg.dropout},
           {"attention_dropout", cfg.dropout},
           {"initializer_range", 0.02},

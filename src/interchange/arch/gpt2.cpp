@@ -68,9 +68,9 @@ TransformerConfig read_config(const json& c, const std::string& path, const std:
   cfg.n_head = size_key(c, "n_head", path);
   cfg.n_embd = size_key(c, "n_embd", path);
   cfg.block_size = size_key(c, "n_positions", path, size_key(c, "n_ctx", path, 1024));
-  cfg.intermediate_size = int_key(c, "n_inner", path, 0);
-  cfg.layer_norm_eps = positive_key(c, "layer_norm_epsilon", path, 1e-5);
-  cfg.gelu_tanh = tanh_gelu(string_key(c, "activation_function", "gelu_new"), path, "activation_function");
+  cfg.mlp.width = int_key(c, "n_inner", path, 0);
+  cfg.norm.eps = positive_key(c, "layer_norm_epsilon", path, 1e-5);
+  cfg.mlp.gelu_tanh = tanh_gelu(string_key(c, "activation_function", "gelu_new"), path, "activation_function");
   require(cfg.n_head > 0 && cfg.n_embd % cfg.n_head == 0, path, "n_head", cfg.n_head, "a divisor of n_embd");
   cfg.causal = true;
   cfg.bias = true;
@@ -117,8 +117,8 @@ json write_config(const TransformerConfig& cfg, const ConfigTokenIds& ids) {
           {"n_layer", cfg.n_layer},
           {"n_head", cfg.n_head},
           {"n_inner", cfg.mlp_width()},
-          {"activation_function", cfg.gelu_tanh ? "gelu_new" : "gelu"},
-          {"layer_norm_epsilon", cfg.layer_norm_eps},
+          {"activation_function", cfg.mlp.gelu_tanh ? "gelu_new" : "gelu"},
+          {"layer_norm_epsilon", cfg.norm.eps},
           {"resid_pdrop", cfg.dropout},
           {"embd_pdrop", cfg.dropout},
           {"attn_pdrop", cfg.dropout},

@@ -32,7 +32,7 @@ std::vector<LlamaTensor> llama_layout(const TransformerConfig& cfg) {
     out.push_back({s + "mlp.proj.weight", {{h + "mlp.down_proj.weight", C}}});
   }
   out.push_back({"ln_f.weight", {{"model.norm.weight", C}}});
-  if (!cfg.tie_embeddings) out.push_back({"lm_head.weight", {{"lm_head.weight", cfg.vocab_size}}});
+  if (!cfg.compat.tie_embeddings) out.push_back({"lm_head.weight", {{"lm_head.weight", cfg.vocab_size}}});
   return out;
 }
 
@@ -49,21 +49,21 @@ TransformerConfig read_config(const json& c, const std::string& path, const std:
   require(!bool_key(c, "attention_bias", path, false), path, "attention_bias", true, "false");
   require(!bool_key(c, "mlp_bias", path, false), path, "mlp_bias", true, "false");
   TransformerConfig cfg = shape_of(c, path);
-  cfg.n_kv_head = int_key(c, "num_key_value_heads", path, cfg.n_head);
-  cfg.layer_norm_eps = positive_key(c, "rms_norm_eps", path, 1e-6);
-  cfg.rope_theta = positive_key(params.is_object() ? params : c, "rope_theta", path, 10000.0);
-  cfg.tie_embeddings = bool_key(c, "tie_word_embeddings", path, false);
-  require(cfg.n_kv_head > 0 && cfg.n_head % cfg.n_kv_head == 0, path, "num_key_value_heads", cfg.n_kv_head,
-          "a divisor of num_attention_heads");
+  cfg.attention.n_kv_head = int_key(c, "num_key_value_heads", path, cfg.n_head);
+  cfg.norm.eps = positive_key(c, "rms_norm_eps", path, 1e-6);
+  cfg.positions.rope_theta = positive_key(params.is_object() ? params : c, "rope_theta", path, 10000.0);
+  cfg.compat.tie_embeddings = bool_key(c, "tie_word_embeddings", path, false);
+  require(cfg.attention.n_kv_head > 0 && cfg.n_head % cfg.attention.n_kv_head == 0, path, "num_key_value_heads",
+          cfg.attention.n_kv_head, "a divisor of num_attention_heads");
   const int64_t head_size = int_key(c, "head_dim", path, cfg.n_embd / cfg.n_head);
   require(head_size == cfg.n_embd / cfg.n_head, path, "head_dim", head_size, "hidden_size / num_attention_heads");
   cfg.causal = true;
   cfg.bias = false;
-  cfg.norm_bias = false;
-  cfg.rms_norm = true;
-  cfg.rope = true;
-  cfg.gated_mlp = true;
-  cfg.silu = true;
+  cfg.norm.bias = false;
+  cfg.norm.rms = true;
+  cfg.positions.rope = true;
+  cfg.mlp.gated = true;
+  cfg.mlp.silu = true;
   return cfg;
 }
 
@@ -86,14 +86,14 @@ json write_config(const TransformerConfig& cfg, const ConfigTokenIds& ids) {
           {"head_dim", cfg.n_embd / cfg.n_head},
           {"hidden_act", "silu"},
           {"max_position_embeddings", cfg.block_size},
-          {"rms_norm_eps", cfg.layer_norm_eps},
-          {"rope_theta", cfg.rope_theta},
+          {"rms_norm_eps", cfg.norm.eps},
+          {"rope_theta", cfg.positions.rope_theta},
           {"rope_scaling", nullptr},
           {"attention_bias", false},
           {"mlp_bias", false},
           {"attention_dropout", cfg.dropout},
           {"initializer_range", 0.02},
-          {"tie_word_embeddings", cfg.tie_embeddings},
+          {"tie_word_embeddings", cfg.compat.tie_embeddings},
           {"use_cache", true},
           {"bos_token_id", id_or_null(ids.bos)},
           {"eos_token_id", id_or_null(ids.eos)},
@@ -115,8 +115,8 @@ NamedTensors write_weights(const NamedTensors& params, const TransformerConfig& 
 }  // namespace
 
 bool is_llama_shaped(const TransformerConfig& cfg) {
-  return cfg.causal && !cfg.post_norm && cfg.rope && cfg.rms_norm && cfg.gated_mlp && cfg.silu && !cfg.bias &&
-         cfg.type_vocab_size == 0 && !cfg.mlm_transform && cfg.head_dim == 0;
+  return cfg.causal && !cfg.norm.post && cfg.positions.rope && cfg.norm.rms && cfg.mlp.gated && cfg.mlp.silu &&
+         !cfg.bias && cfg.compat.type_vocab_size == 0 && !cfg.compat.mlm_transform && cfg.head_dim == 0;
 }
 
 Architecture llama_architecture() {

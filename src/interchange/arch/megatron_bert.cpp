@@ -13,7 +13,7 @@ namespace {
 
 TransformerConfig read_config(const json& c, const std::string& path, const std::string&) {
   TransformerConfig cfg = bert_family_config(c, path, /*mlm_head=*/false);
-  cfg.post_norm = false;
+  cfg.norm.post = false;
   return cfg;
 }
 
@@ -33,7 +33,7 @@ NamedTensors read_weights(NamedTensors tensors, const TransformerConfig& cfg, co
   return out;
 }
 
-bool holds(const TransformerConfig& cfg) { return !cfg.causal && !cfg.post_norm && !is_modernbert_shaped(cfg); }
+bool holds(const TransformerConfig& cfg) { return !cfg.causal && !cfg.norm.post && !is_modernbert_shaped(cfg); }
 
 json write_config(const TransformerConfig& cfg, const ConfigTokenIds& ids) {
   return bert_family_json(cfg, ids.pad, "MegatronBertModel", "megatron-bert");

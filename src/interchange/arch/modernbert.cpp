@@ -14,29 +14,29 @@ namespace spread::arch {
 namespace {
 
 std::vector<std::pair<std::string, std::string>> modernbert_layout(const TransformerConfig& cfg) {
-  const std::string p = cfg.mlm_transform ? "model." : "";
+  const std::string p = cfg.compat.mlm_transform ? "model." : "";
   std::vector<std::pair<std::string, std::string>> out;
   auto add = [&](const std::string& spread, const std::string& hf, bool bias) {
     out.push_back({spread + ".weight", hf + ".weight"});
     if (bias) out.push_back({spread + ".bias", hf + ".bias"});
   };
   out.push_back({"wte.weight", p + "embeddings.tok_embeddings.weight"});
-  add("emb_norm", p + "embeddings.norm", cfg.norm_bias);
+  add("emb_norm", p + "embeddings.norm", cfg.norm.bias);
   for (int64_t i = 0; i < cfg.n_layer; ++i) {
     const std::string s = fmt::format("blocks.{}.", i), h = fmt::format("{}layers.{}.", p, i);
-    if (i > 0) add(s + "ln1", h + "attn_norm", cfg.norm_bias);
+    if (i > 0) add(s + "ln1", h + "attn_norm", cfg.norm.bias);
     add(s + "attn.qkv", h + "attn.Wqkv", cfg.bias);
     add(s + "attn.proj", h + "attn.Wo", cfg.bias);
-    add(s + "ln2", h + "mlp_norm", cfg.norm_bias);
+    add(s + "ln2", h + "mlp_norm", cfg.norm.bias);
     add(s + "mlp.fc", h + "mlp.Wi", cfg.bias);
     add(s + "mlp.proj", h + "mlp.Wo", cfg.bias);
   }
-  add("ln_f", p + "final_norm", cfg.norm_bias);
-  if (cfg.mlm_transform) {
-    add("mlm_dense", "head.dense", cfg.mlm_dense_bias);
-    add("mlm_norm", "head.norm", cfg.norm_bias);
+  add("ln_f", p + "final_norm", cfg.norm.bias);
+  if (cfg.compat.mlm_transform) {
+    add("mlm_dense", "head.dense", cfg.compat.mlm_dense_bias);
+    add("mlm_norm", "head.norm", cfg.norm.bias);
     out.push_back({"mlm_bias", "decoder.bias"});
-    if (!cfg.tie_embeddings) out.push_back({"lm_head.weight", "decoder.weight"});
+    if (!cfg.compat.tie_embeddings) out.push_back({"lm_head.weight", "decoder.weight"});
   }
   return out;
 }
@@ -76,27 +76,27 @@ TransformerConfig read_config(const json& c, const std::string& path, const std:
           "the same as attention_bias (spread has one bias switch for both)");
   const std::string act = string_key(c, "hidden_activation", "gelu");
   TransformerConfig cfg = shape_of(c, path);
-  cfg.gelu_tanh = tanh_gelu(act, path, "hidden_activation");
+  cfg.mlp.gelu_tanh = tanh_gelu(act, path, "hidden_activation");
   if (mlm_head)
     require(string_key(c, "classifier_activation", "gelu") == act, path, "classifier_activation",
             string_key(c, "classifier_activation", "gelu"), "the same as hidden_activation (" + act + ")");
-  cfg.layer_norm_eps = positive_key(c, "norm_eps", path, 1e-5);
-  cfg.norm_bias = bool_key(c, "norm_bias", path, false);
+  cfg.norm.eps = positive_key(c, "norm_eps", path, 1e-5);
+  cfg.norm.bias = bool_key(c, "norm_bias", path, false);
   cfg.bias = attention_bias;
-  cfg.attention_window = int_key(c, "local_attention", path, 128);
-  cfg.global_every = global_every_of(c, path, cfg.n_layer);
-  cfg.rope_theta = rope_theta_of(c, path, "full_attention", "global_rope_theta", 160000.0);
-  cfg.local_rope_theta = rope_theta_of(c, path, "sliding_attention", "local_rope_theta", 10000.0);
+  cfg.attention.window = int_key(c, "local_attention", path, 128);
+  cfg.attention.global_every = global_every_of(c, path, cfg.n_layer);
+  cfg.positions.rope_theta = rope_theta_of(c, path, "full_attention", "global_rope_theta", 160000.0);
+  cfg.positions.local_rope_theta = rope_theta_of(c, path, "sliding_attention", "local_rope_theta", 10000.0);
   require((cfg.n_embd / cfg.n_head) % 2 == 0, path, "num_attention_heads", cfg.n_head,
           "a head size hidden_size / num_attention_heads that is even (rotary pairs)");
   cfg.causal = false;
-  cfg.rope = true;
-  cfg.gated_mlp = true;
-  cfg.embedding_norm = true;
-  cfg.first_block_norm = false;
-  cfg.mlm_transform = mlm_head;
-  cfg.mlm_dense_bias = bool_key(c, "classifier_bias", path, false);
-  cfg.tie_embeddings = bool_key(c, "tie_word_embeddings", path, true);
+  cfg.positions.rope = true;
+  cfg.mlp.gated = true;
+  cfg.norm.embedding = true;
+  cfg.norm.first_block = false;
+  cfg.compat.mlm_transform = mlm_head;
+  cfg.compat.mlm_dense_bias = bool_key(c, "classifier_bias", path, false);
+  cfg.compat.tie_embeddings = bool_key(c, "tie_word_embeddings", path, true);
   return cfg;
 }
 
@@ -106,7 +106,7 @@ NamedTensors read_weights(NamedTensors tensors, const TransformerConfig& cfg, co
   const bool decoder_bias = bool_key(config, "decoder_bias", source, true);
   NamedTensors out;
   // A ModernBertModel saved from a ModernBertFor* keeps that model's "model." prefix.
-  const std::string prefix = !cfg.mlm_transform && hf.has_prefix("model.") ? "model." : "";
+  const std::string prefix = !cfg.compat.mlm_transform && hf.has_prefix("model.") ? "model." : "";
   for (const auto& [spread_name, hf_name] : modernbert_layout(cfg)) {
     if (hf_name == "decoder.bias" && !decoder_bias) {  // no bias: zeros do the same
       put(out, spread_name, torch::zeros({cfg.vocab_size}));
@@ -114,7 +114,7 @@ NamedTensors read_weights(NamedTensors tensors, const TransformerConfig& cfg, co
     }
     put(out, spread_name, hf.get(prefix + hf_name));
   }
-  if (cfg.mlm_transform && cfg.tie_embeddings)
+  if (cfg.compat.mlm_transform && cfg.compat.tie_embeddings)
     require_tied(hf, "decoder.weight", out["model.wte.weight"],
                  "differs from the token embeddings but the config ties them",
                  "set tie_word_embeddings = false in config.json if the model has an output matrix of its own");
@@ -122,10 +122,10 @@ NamedTensors read_weights(NamedTensors tensors, const TransformerConfig& cfg, co
 }
 
 json write_config(const TransformerConfig& cfg, const ConfigTokenIds& ids) {
-  const char* act = cfg.gelu_tanh ? "gelu_pytorch_tanh" : "gelu";
+  const char* act = cfg.mlp.gelu_tanh ? "gelu_pytorch_tanh" : "gelu";
   // Without a window every layer is global: one global layer in every 1.
-  const int64_t every = cfg.attention_window > 0 ? cfg.global_every : 1;
-  return {{"architectures", {cfg.mlm_transform ? "ModernBertForMaskedLM" : "ModernBertModel"}},
+  const int64_t every = cfg.attention.window > 0 ? cfg.attention.global_every : 1;
+  return {{"architectures", {cfg.compat.mlm_transform ? "ModernBertForMaskedLM" : "ModernBertModel"}},
           {"model_type", "modernbert"},
           {"vocab_size", cfg.vocab_size},
           {"hidden_size", cfg.n_embd},
@@ -135,21 +135,22 @@ json write_config(const TransformerConfig& cfg, const ConfigTokenIds& ids) {
           {"max_position_embeddings", cfg.block_size},
           {"hidden_activation", act},
           {"classifier_activation", act},
-          {"norm_eps", cfg.layer_norm_eps},
-          {"norm_bias", cfg.norm_bias},
+          {"norm_eps", cfg.norm.eps},
+          {"norm_bias", cfg.norm.bias},
           {"attention_bias", cfg.bias},
           {"mlp_bias", cfg.bias},
-          {"classifier_bias", cfg.mlm_dense_bias},
+          {"classifier_bias", cfg.compat.mlm_dense_bias},
           {"decoder_bias", true},
-          {"local_attention", cfg.attention_window > 0 ? cfg.attention_window : 128},
+          {"local_attention", cfg.attention.window > 0 ? cfg.attention.window : 128},
           {"global_attn_every_n_layers", every},
-          {"global_rope_theta", cfg.rope_theta},
-          {"local_rope_theta", cfg.local_rope_theta > 0 ? cfg.local_rope_theta : cfg.rope_theta},
+          {"global_rope_theta", cfg.positions.rope_theta},
+          {"local_rope_theta",
+           cfg.positions.local_rope_theta > 0 ? cfg.positions.local_rope_theta : cfg.positions.rope_theta},
           {"embedding_dropout", cfg.dropout},
           {"attention_dropout", cfg.dropout},
           {"mlp_dropout", cfg.dropout},
           {"initializer_range", 0.02},
-          {"tie_word_embeddings", cfg.tie_embeddings},
+          {"tie_word_embeddings", cfg.compat.tie_embeddings},
           {"pad_token_id", id_or_null(ids.pad)},
           {"cls_token_id", id_or_null(ids.cls)},
           {"sep_token_id", id_or_null(ids.sep)},
@@ -167,8 +168,8 @@ NamedTensors write_weights(const NamedTensors& params, const TransformerConfig& 
 }  // namespace
 
 bool is_modernbert_shaped(const TransformerConfig& cfg) {
-  return !cfg.causal && !cfg.post_norm && cfg.rope && !cfg.rms_norm && cfg.gated_mlp && !cfg.silu &&
-         cfg.embedding_norm && !cfg.first_block_norm && cfg.type_vocab_size == 0 && cfg.kv_heads() == cfg.n_head;
+  return !cfg.causal && !cfg.norm.post && cfg.positions.rope && !cfg.norm.rms && cfg.mlp.gated && !cfg.mlp.silu &&
+         cfg.norm.embedding && !cfg.norm.first_block && cfg.compat.type_vocab_size == 0 && cfg.kv_heads() == cfg.n_head;
 }
 
 Architecture modernbert_architecture() {

@@ -29,8 +29,9 @@ TransformerConfig read_config(const json& c, const std::string& path, const std:
                                  offset - 1),
                      "a RoBERTa config has pad_token_id + 1 + the longest text (514 for roberta-base)");
   cfg.block_size -= offset;
-  cfg.layer_norm_eps = positive_key(c, "layer_norm_eps", path, 1e-5);
-  if (mlm_head) require(!cfg.gelu_tanh, path, "hidden_act", string_key(c, "hidden_act", ""), "gelu with an MLM head");
+  cfg.norm.eps = positive_key(c, "layer_norm_eps", path, 1e-5);
+  if (mlm_head)
+    require(!cfg.mlp.gelu_tanh, path, "hidden_act", string_key(c, "hidden_act", ""), "gelu with an MLM head");
   return cfg;
 }
 
@@ -51,7 +52,7 @@ NamedTensors read_weights(NamedTensors tensors, const TransformerConfig& cfg, co
   put(out, "wtt.weight", hf.get(p + "embeddings.token_type_embeddings.weight"));
   put_linear(out, hf, p + "embeddings.LayerNorm", "emb_norm");
   put_post_norm_layers(out, hf, p, cfg.n_layer);
-  if (cfg.mlm_transform) {  // lm_head: dense, GELU, layer_norm, the tied decoder and its bias
+  if (cfg.compat.mlm_transform) {  // lm_head: dense, GELU, layer_norm, the tied decoder and its bias
     put_linear(out, hf, "lm_head.dense", "mlm_dense");
     put_linear(out, hf, "lm_head.layer_norm", "mlm_norm");
     const torch::Tensor* bias = hf.find("lm_head.bias");
