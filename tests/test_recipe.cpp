@@ -212,3 +212,10 @@ TEST(Recipe, ShardMixEntriesParseAndBadOnesNameTheirKey) {
   EXPECT_NE(error_of(lm + two).find("data.val_shards"), std::string::npos) << "a mixture without validation shards";
   EXPECT_NE(error_of(lm + val + two, {"train.objective=mlm"}).find("data.mix"), std::string::npos);
 }
+
+// Multiple-choice scores need a next-token head: the refusal names the key and the objectives that have one.
+TEST(Recipe, ChoicesNeedALanguageModel) {
+  const std::string e = error_of("[train]\nobjective = \"mlm\"\n[eval]\nchoices = \"c.jsonl\"\n");
+  EXPECT_NE(e.find("eval.choices"), std::string::npos) << e;
+  EXPECT_NE(e.find("train.objective = \"lm\""), std::string::npos) << e;
+}

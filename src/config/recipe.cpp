@@ -717,6 +717,11 @@ void validate_tokenizer(const Recipe& r) {
          "and \"[unused1]\"), or start from a PyLate folder (train.init_from), whose markers are adopted");
 }
 
+// The objectives that train a causal language model (a next-token head), for messages.
+std::string next_token_objectives() {
+  return objective_names([](const ObjectiveTraits& t) { return t.head == Head::next_token; });
+}
+
 // Which data, model and losses each objective can use.
 void validate_objective(const Recipe& r) {
   const Origin at{r.source, 0};
@@ -795,8 +800,8 @@ void validate_shards(const Recipe& r) {
     fail(at, sharded ? "data.val_shards" : "data.shards", train_key + " and data.val_shards go together",
          "set both: the training shards and the validation shards (llm.c: DIR/*_train_*.bin and DIR/*_val_*.bin)");
   if (!sharded) return;
-  if (r.train.objective != Objective::lm)
-    fail(at, train_key, "token shards train a language model (train.objective = \"lm\")",
+  if (r.objective().head != Head::next_token)
+    fail(at, train_key, "token shards train a language model (train.objective = " + next_token_objectives() + ")",
          "leave " + train_key + " out of this recipe");
   if (r.tokenizer.kind == "char" || (r.tokenizer.kind != "hf" && r.tokenizer.model.empty()))
     fail(at, "tokenizer.kind", "token shards need the tokenizer that made them, which cannot be learnt from text "
@@ -837,8 +842,9 @@ void validate(const Recipe& r) {
   if (r.train.min_lr > r.train.lr)
     fail(at, "train.min_lr", fmt::format("{} is larger than train.lr = {}", r.train.min_lr, r.train.lr));
   validate_schedule(r);
-  if (!r.eval.choices.empty() && r.train.objective != Objective::lm)
-    fail(at, "eval.choices", "multiple-choice scores need a causal language model (train.objective = \"lm\")",
+  if (!r.eval.choices.empty() && r.objective().head != Head::next_token)
+    fail(at, "eval.choices",
+         "multiple-choice scores need a causal language model (train.objective = " + next_token_objectives() + ")",
          "leave eval.choices out of this recipe");
   validate_shards(r);
   if (r.data.source == "text" && r.data.path.empty() && r.data.shards.empty() && r.data.mix.empty())
