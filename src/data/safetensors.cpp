@@ -146,6 +146,9 @@ SafetensorsContent parse_safetensors_content(std::string_view bytes, const std::
     throw user_error(source, 0, "", fmt::format("header length {} exceeds the file ({} bytes)", n, bytes.size()),
                      hint);
   const std::string_view text = bytes.substr(8, n);
+  // The format pads its header with spaces; the reference library refuses anything else after the JSON.
+  if (text.find('\0') != std::string_view::npos)
+    throw user_error(source, 0, "", "header holds a NUL byte, which JSON does not allow", hint);
   refuse_deep_json(text, source);
   nlohmann::json header = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (header.is_discarded() || !header.is_object())

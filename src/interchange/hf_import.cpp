@@ -20,9 +20,10 @@
 #include "spread/model/parameter_count.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
-#include "spread/util/json_depth.h"
+#include "spread/util/json_text.h"
 
 #include "arch/config_keys.h"
+#include "arch/tensor_maps.h"
 
 namespace fs = std::filesystem;
 
@@ -60,9 +61,8 @@ std::string path_inside(const std::string& dir, const std::string& name, const s
 json read_json_object(const std::string& path) {
   auto text = read_regular_file(path, kMaxJsonFileBytes);
   if (!text) throw user_error(path, 0, "", "cannot read the file", "give a Hugging Face model folder");
-  refuse_deep_json(*text, path);
-  auto value = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded() || !value.is_object()) throw user_error(path, 0, "", "is not a JSON object");
+  const json value = parse_json_text(*text, path);
+  if (!value.is_object()) throw user_error(path, 0, "", "is not a JSON object");
   return value;
 }
 
@@ -192,12 +192,13 @@ torch::Tensor read_dense(const std::string& module_dir) {
   const json c = read_json_object(config);
   require(!bool_key(c, "bias", config, false), config, "bias", true, "false");
   require(!bool_key(c, "use_residual", config, false), config, "use_residual", true, "false");
-  const std::string act = string_key(c, "activation_function", "torch.nn.modules.linear.Identity");
+  const std::string act = string_key(c, "activation_function", config, "torch.nn.modules.linear.Identity");
   require(act == "torch.nn.modules.linear.Identity", config, "activation_function", act,
           "torch.nn.modules.linear.Identity");
   const NamedTensors t = read_weights(module_dir);
   auto it = t.find("linear.weight");
   if (it == t.end()) throw user_error(path_in(module_dir, "model.safetensors"), 0, "", "has no tensor 'linear.weight'");
+  arch::float_weight(it->second, path_in(module_dir, "model.safetensors"), "linear.weight");
   const int64_t in = size_key(c, "in_features", config), out = size_key(c, "out_features", config);
   if (!it->second.sizes().equals({out, in}))
     throw user_error(path_in(module_dir, "model.safetensors"), 0, "linear.weight",
@@ -208,8 +209,8 @@ torch::Tensor read_dense(const std::string& module_dir) {
 
 ColbertModules read_colbert_config(const json& c, const std::string& path) {
   ColbertModules m;
-  m.query_prefix = string_key(c, "query_prefix", m.query_prefix);
-  m.document_prefix = string_key(c, "document_prefix", m.document_prefix);
+  m.query_prefix = string_key(c, "query_prefix", path, m.query_prefix);
+  m.document_prefix = string_key(c, "document_prefix", path, m.document_prefix);
   m.query_length = text_length_key(c, "query_length", path, m.query_length);
   m.document_length = text_length_key(c, "document_length", path, m.document_length);
   m.query_expansion = bool_key(c, "do_query_expansion", path, true);
@@ -272,14 +273,13 @@ StModules read_sentence_modules(const std::string& dir, const std::optional<json
   const std::string path = path_in(dir, "modules.json");
   auto text = read_regular_file(path, kMaxJsonFileBytes);
   if (!text) throw user_error(path, 0, "", "cannot read the file");
-  refuse_deep_json(*text, path);
-  const json modules = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  const json modules = parse_json_text(*text, path);
   if (!modules.is_array()) throw user_error(path, 0, "", "is not a JSON array of modules");
   StModules out;
   bool have_transformer = false;
   for (const auto& m : modules) {
-    const std::string type = m.is_object() ? string_key(m, "type", "") : "";
-    const std::string sub = m.is_object() ? string_key(m, "path", "") : "";
+    const std::string type = m.is_object() ? string_key(m, "type", path, "") : "";
+    const std::string sub = m.is_object() ? string_key(m, "path", path, "") : "";
     const std::string module_dir = path_inside(dir, sub, path, "path");
     const ModuleKind kind = module_kind(type);
     if (kind == ModuleKind::transformer) {
@@ -328,7 +328,8 @@ StModules read_sentence_modules(const std::string& dir, const std::optional<json
     if (c->contains("prompts") && (*c)["prompts"].is_object())
       for (const auto& item : (*c)["prompts"].items())
         if (item.value().is_string()) out.info.prompts[item.key()] = item.value().get<std::string>();
-    out.info.default_prompt_name = string_key(*c, "default_prompt_name", "");
+    out.info.default_prompt_name =
+        string_key(*c, "default_prompt_name", path_in(dir, "config_sentence_transformers.json"), "");
   }
   return out;
 }
@@ -344,7 +345,7 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
   if (fs::exists(path_in(dir, "modules.json"))) {
     const std::string st_config = path_in(dir, "config_sentence_transformers.json");
     const std::optional<json> c = read_optional_json(st_config);
-    const std::string model_type = c ? string_key(*c, "model_type", "") : "";
+    const std::string model_type = c ? string_key(*c, "model_type", st_config, "") : "";
     if (model_type == "MultiVectorEncoder")
       throw user_error(st_config, 0, "model_type", "is MultiVectorEncoder, sentence-transformers 6's late-interaction "
                        "folder, which spread does not read yet",
@@ -371,7 +372,7 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
   const json c = read_json_object(config_path);
   const json archs = c.contains("architectures") ? c["architectures"] : json::array();
   folder.architecture = archs.is_array() && !archs.empty() && archs[0].is_string() ? archs[0].get<std::string>()
-                                                                                  : string_key(c, "model_type", "");
+                                                                                  : string_key(c, "model_type", config_path, "");
   const Architecture* architecture = architecture_named(folder.architecture);
   if (!architecture)
     throw user_error(config_path, 0, "architectures",

@@ -13,14 +13,14 @@
 namespace spread::arch {
 
 TransformerConfig bert_family_config(const json& c, const std::string& path, bool mlm_head) {
-  require(string_key(c, "position_embedding_type", "absolute") == "absolute", path, "position_embedding_type",
+  require(string_key(c, "position_embedding_type", path, "absolute") == "absolute", path, "position_embedding_type",
           c.contains("position_embedding_type") ? c["position_embedding_type"] : json(), "absolute");
   require(!bool_key(c, "is_decoder", path, false), path, "is_decoder", true, "false (an encoder)");
   require(!bool_key(c, "add_cross_attention", path, false), path, "add_cross_attention", true, "false");
   TransformerConfig cfg = shape_of(c, path);
   cfg.compat.type_vocab_size = int_key(c, "type_vocab_size", path, 2);
   cfg.norm.eps = positive_key(c, "layer_norm_eps", path, 1e-12);
-  cfg.mlp.gelu_tanh = tanh_gelu(string_key(c, "hidden_act", "gelu"), path, "hidden_act");
+  cfg.mlp.gelu_tanh = tanh_gelu(string_key(c, "hidden_act", path, "gelu"), path, "hidden_act");
   require(cfg.compat.type_vocab_size > 0, path, "type_vocab_size", cfg.compat.type_vocab_size, "at least 1");
   cfg.causal = false;
   cfg.bias = true;

@@ -47,8 +47,11 @@ bool bool_key(const json& config, const std::string& key, const std::string& pat
   return config[key].get<bool>();
 }
 
-std::string string_key(const json& config, const std::string& key, const std::string& fallback) {
-  return config.contains(key) && config[key].is_string() ? config[key].get<std::string>() : fallback;
+std::string string_key(const json& config, const std::string& key, const std::string& path,
+                       const std::string& fallback) {
+  if (!config.contains(key) || config[key].is_null()) return fallback;
+  if (!config[key].is_string()) throw user_error(path, 0, key, "is " + config[key].dump() + ", not a string");
+  return config[key].get<std::string>();
 }
 
 void require(bool ok, const std::string& path, const std::string& key, const json& value,

@@ -22,8 +22,10 @@ int64_t size_key(const json& config, const std::string& key, const std::string& 
 // An epsilon or a rotary base: positive and finite.
 double positive_key(const json& config, const std::string& key, const std::string& path, double fallback);
 bool bool_key(const json& config, const std::string& key, const std::string& path, bool fallback);
-// The string, or `fallback` when the key is missing or not a string.
-std::string string_key(const json& config, const std::string& key, const std::string& fallback);
+// The string, or `fallback` when the key is missing or null; any other type is refused (a number where an
+// activation's name belongs must not pick the default activation).
+std::string string_key(const json& config, const std::string& key, const std::string& path,
+                       const std::string& fallback);
 
 // A value the loader cannot honour exactly: names it, its value and what is supported.
 void require(bool ok, const std::string& path, const std::string& key, const json& value,

@@ -28,7 +28,7 @@ TransformerConfig read_config(const json& c, const std::string& path, const std:
   cfg.block_size = size_key(c, "max_position_embeddings", path);
   cfg.mlp.width = size_key(c, "hidden_dim", path);
   require(cfg.n_embd % cfg.n_head == 0, path, "n_heads", cfg.n_head, "a divisor of dim");
-  cfg.mlp.gelu_tanh = tanh_gelu(string_key(c, "activation", "gelu"), path, "activation");
+  cfg.mlp.gelu_tanh = tanh_gelu(string_key(c, "activation", path, "gelu"), path, "activation");
   cfg.norm.eps = kDistilBertEps;
   cfg.compat.type_vocab_size = 0;
   cfg.causal = false;

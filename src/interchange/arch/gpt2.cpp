@@ -70,7 +70,7 @@ TransformerConfig read_config(const json& c, const std::string& path, const std:
   cfg.block_size = size_key(c, "n_positions", path, size_key(c, "n_ctx", path, 1024));
   cfg.mlp.width = int_key(c, "n_inner", path, 0);
   cfg.norm.eps = positive_key(c, "layer_norm_epsilon", path, 1e-5);
-  cfg.mlp.gelu_tanh = tanh_gelu(string_key(c, "activation_function", "gelu_new"), path, "activation_function");
+  cfg.mlp.gelu_tanh = tanh_gelu(string_key(c, "activation_function", path, "gelu_new"), path, "activation_function");
   require(cfg.n_head > 0 && cfg.n_embd % cfg.n_head == 0, path, "n_head", cfg.n_head, "a divisor of n_embd");
   cfg.causal = true;
   cfg.bias = true;

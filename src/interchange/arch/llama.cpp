@@ -41,10 +41,10 @@ TransformerConfig read_config(const json& c, const std::string& path, const std:
     require(false, path, "rope_scaling", c["rope_scaling"], "null (rotary positions without scaling)");
   const json params = c.contains("rope_parameters") ? c["rope_parameters"] : json();
   if (params.is_object()) {  // transformers 5 keeps the base and the scaling type here
-    const std::string type = string_key(params, "rope_type", "default");
+    const std::string type = string_key(params, "rope_type", path, "default");
     require(type == "default", path, "rope_parameters.rope_type", type, "default");
   }
-  const std::string act = string_key(c, "hidden_act", "silu");
+  const std::string act = string_key(c, "hidden_act", path, "silu");
   require(act == "silu", path, "hidden_act", act, "silu");
   require(!bool_key(c, "attention_bias", path, false), path, "attention_bias", true, "false");
   require(!bool_key(c, "mlp_bias", path, false), path, "mlp_bias", true, "false");

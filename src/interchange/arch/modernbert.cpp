@@ -46,7 +46,7 @@ double rope_theta_of(const json& c, const std::string& path, const std::string& 
                      double fallback) {
   const json params = c.contains("rope_parameters") && c["rope_parameters"].is_object() ? c["rope_parameters"] : json();
   if (params.contains(type) && params[type].is_object()) {
-    const std::string rope_type = string_key(params[type], "rope_type", "default");
+    const std::string rope_type = string_key(params[type], "rope_type", path, "default");
     require(rope_type == "default", path, "rope_parameters." + type + ".rope_type", rope_type, "default");
     return positive_key(params[type], "rope_theta", path, positive_key(c, old_key, path, fallback));
   }
@@ -74,12 +74,12 @@ TransformerConfig read_config(const json& c, const std::string& path, const std:
   const bool attention_bias = bool_key(c, "attention_bias", path, false);
   require(bool_key(c, "mlp_bias", path, false) == attention_bias, path, "mlp_bias", !attention_bias,
           "the same as attention_bias (spread has one bias switch for both)");
-  const std::string act = string_key(c, "hidden_activation", "gelu");
+  const std::string act = string_key(c, "hidden_activation", path, "gelu");
   TransformerConfig cfg = shape_of(c, path);
   cfg.mlp.gelu_tanh = tanh_gelu(act, path, "hidden_activation");
   if (mlm_head)
-    require(string_key(c, "classifier_activation", "gelu") == act, path, "classifier_activation",
-            string_key(c, "classifier_activation", "gelu"), "the same as hidden_activation (" + act + ")");
+    require(string_key(c, "classifier_activation", path, "gelu") == act, path, "classifier_activation",
+            string_key(c, "classifier_activation", path, "gelu"), "the same as hidden_activation (" + act + ")");
   cfg.norm.eps = positive_key(c, "norm_eps", path, 1e-5);
   cfg.norm.bias = bool_key(c, "norm_bias", path, false);
   cfg.bias = attention_bias;

@@ -31,7 +31,7 @@ TransformerConfig read_config(const json& c, const std::string& path, const std:
   cfg.block_size -= offset;
   cfg.norm.eps = positive_key(c, "layer_norm_eps", path, 1e-5);
   if (mlm_head)
-    require(!cfg.mlp.gelu_tanh, path, "hidden_act", string_key(c, "hidden_act", ""), "gelu with an MLM head");
+    require(!cfg.mlp.gelu_tanh, path, "hidden_act", string_key(c, "hidden_act", path, ""), "gelu with an MLM head");
   return cfg;
 }
 

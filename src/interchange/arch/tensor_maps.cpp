@@ -19,10 +19,19 @@ std::string gamma_beta(const std::string& name) {
 
 }  // namespace
 
+const torch::Tensor& float_weight(const torch::Tensor& t, const std::string& source, const std::string& name) {
+  if (!t.is_floating_point())
+    throw user_error(source, 0, name,
+                     fmt::format("is a tensor of {}, not of floating-point weights", c10::toString(t.scalar_type())),
+                     "the file is damaged or not this model's: a weight is F32, F16 or BF16");
+  return t;
+}
+
 const torch::Tensor* HfTensors::find(const std::string& name) const {
   for (const std::string& candidate : {name, gamma_beta(name)}) {
     auto it = tensors_.find(candidate);
-    if (it != tensors_.end()) return &it->second;
+    if (it == tensors_.end()) continue;
+    return &float_weight(it->second, source_, candidate);
   }
   return nullptr;
 }

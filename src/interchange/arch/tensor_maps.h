@@ -23,6 +23,10 @@ class HfTensors {
   std::string source_;
 };
 
+// `t`, the tensor `name` of `source`, when it holds floating-point values: an integer or boolean tensor where a
+// weight belongs would otherwise be cast to float without a word.
+const torch::Tensor& float_weight(const torch::Tensor& t, const std::string& source, const std::string& name);
+
 // out["model." + spread_name] = t
 void put(NamedTensors& out, const std::string& spread_name, const torch::Tensor& t);
 // from.weight and from.bias as to.weight and to.bias
