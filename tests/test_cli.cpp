@@ -99,6 +99,10 @@ TEST(Cli, TrainEvalGenerateCompare) {
   ASSERT_EQ(g1.code, 0) << g1.output;
   EXPECT_EQ(g1.output, g2.output);
   EXPECT_EQ(g1.output.rfind("to be", 0), 0u) << g1.output;
+  Result bad_prompt = run("generate --run " + run_dir + " --prompt \"to $(printf '\\377')\" --max-new-tokens 2");
+  EXPECT_EQ(bad_prompt.code, 2) << bad_prompt.output;
+  EXPECT_NE(bad_prompt.output.find("--prompt: invalid UTF-8 at byte offset 3"), std::string::npos)
+      << bad_prompt.output;
   Result c = run("compare " + run_dir + " " + run_dir);
   ASSERT_EQ(c.code, 0) << c.output;
   EXPECT_NE(c.output.find("mean_cos"), std::string::npos) << c.output;

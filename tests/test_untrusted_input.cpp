@@ -228,6 +228,30 @@ TEST_F(UntrustedInput, AFifoInABeirFolderIsRefusedNotWaitedOn) {
                  "corpus.jsonl", "FIFO");
 }
 
+// Qrels that judge every document irrelevant left no query: the metrics were 0 / 0, printed as NaN with exit 0.
+TEST_F(UntrustedInput, QrelsWithoutARelevantDocumentAreRefused) {
+  const fs::path beir = out_ / "beir_unjudged";
+  fs::copy(kBeir, beir, fs::copy_options::recursive);
+  std::string qrels = file_bytes(beir / "qrels" / "test.tsv");
+  for (size_t at = qrels.find("\t1\n"); at != std::string::npos; at = qrels.find("\t1\n", at))
+    qrels.replace(at, 3, "\t0\n");
+  std::ofstream(beir / "qrels" / "test.tsv", std::ios::trunc) << qrels;
+  const auto r = bounded_spread("eval --model " + folder("st").string() + " --beir " + beir.string());
+  expect_refused(r, "test.tsv", "no query");
+  EXPECT_EQ(r.output.find("nan"), std::string::npos) << r.output;
+}
+
+// A NUL marks a binary or UTF-16 file; tokenize and diagnose read on past it, as the training corpus does not.
+TEST_F(UntrustedInput, ANulByteInTokenizeOrDiagnoseTextIsNamedByLine) {
+  const fs::path texts = out_ / "nul.txt";
+  std::ofstream(texts, std::ios::binary | std::ios::trunc) << "first line\nsecond" << '\0' << "line\n";
+  expect_refused(bounded_spread("tokenize --tokenizer " + (folder("st") / "tokenizer.json").string() + " --in " +
+                                texts.string() + " --out " + (out_ / "nul.jsonl").string()),
+                 texts.string() + ":2", "a NUL byte at byte offset 6 of the line");
+  expect_refused(bounded_spread("diagnose --run " + (*dir_ / "st").string() + " --texts " + texts.string()),
+                 texts.string() + ":2", "a NUL byte at byte offset 6 of the line");
+}
+
 TEST_F(UntrustedInput, ATokenizerJsonLinkedToDevZeroIsRefused) {
   const fs::path f = folder("st");
   fs::remove(f / "tokenizer.json");
@@ -390,6 +414,64 @@ TEST_F(UntrustedInput, ZeroSizesAndNonPositiveEpsilonsAreRefused) {
     std::ofstream(f / "config.json", std::ios::trunc) << config.dump();
     expect_refused(bounded_spread(encode(f)), "config.json", c.problem);
   }
+}
+
+// Python's json module writes NaN and Infinity and reads 1e999 as infinity; none is JSON. They were reported as
+// "is not a JSON object", which sent the user looking for a structural fault.
+TEST_F(UntrustedInput, NonJsonNumbersInConfigJsonAreNamedWithTheirPlace) {
+  for (const std::string value : {"NaN", "Infinity", "1e999"}) {
+    SCOPED_TRACE(value);
+    const fs::path f = folder("st");
+    std::string config = file_bytes(f / "config.json");
+    const auto at = config.find("\"layer_norm_eps\"");
+    ASSERT_NE(at, std::string::npos);
+    const auto colon = config.find(':', at), end = config.find_first_of(",}", colon);
+    config.replace(colon + 1, end - colon - 1, " " + value);
+    std::ofstream(f / "config.json", std::ios::trunc) << config;
+    const auto r = bounded_spread(encode(f));
+    expect_refused(r, "config.json", "is not valid JSON");
+    // Where (line and column) for a word that is no JSON; the number itself for one beyond the double range.
+    EXPECT_NE(r.output.find(value == "1e999" ? "'1e999'" : "column"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("not a JSON object"), std::string::npos) << r.output;
+  }
+}
+
+// A number where an activation's name belongs picked the default activation without a word.
+TEST_F(UntrustedInput, AWrongTypedStringKeyIsRefusedNotDefaulted) {
+  const fs::path f = folder("st");
+  auto config = nlohmann::json::parse(std::ifstream(f / "config.json"));
+  config["hidden_act"] = 5;
+  std::ofstream(f / "config.json", std::ios::trunc) << config.dump();
+  expect_refused(bounded_spread(encode(f)), "config.json", "hidden_act");
+}
+
+// Integer and boolean tensors where weights belong were cast to float silently.
+TEST_F(UntrustedInput, IntegerWeightsAreRefusedNamingTheTensor) {
+  const fs::path f = folder("st");
+  const std::string weights = (f / "model.safetensors").string();
+  auto tensors = spread::read_safetensors(weights);
+  const std::string key = "encoder.layer.0.attention.self.query.weight";
+  ASSERT_EQ(tensors.count(key), 1u);
+  tensors[key] = tensors[key].to(torch::kLong);
+  spread::write_safetensors(weights, tensors);
+  expect_refused(bounded_spread(encode(f)), key, "not of floating-point weights");
+}
+
+// The safetensors library refuses anything but spaces after the header's JSON; a NUL was read as its end.
+TEST_F(UntrustedInput, ANulInASafetensorsHeaderIsRefused) {
+  const fs::path f = folder("st");
+  std::ofstream(f / "model.safetensors", std::ios::binary | std::ios::trunc)
+      << safetensors_file(std::string(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})") + '\0' + "  ",
+                          std::string(4, '\0'));
+  expect_refused(bounded_spread(encode(f)), "model.safetensors", "NUL");
+}
+
+// generate --model on an encoder folder named a recipe.toml the folder does not have.
+TEST_F(UntrustedInput, GenerateFromAnEncoderFolderNamesItsConfig) {
+  const fs::path f = folder("st");
+  const auto r = bounded_spread("generate --model " + f.string() + " --max-new-tokens 2");
+  expect_refused(r, (f / "config.json").string(), "encoder");
+  EXPECT_EQ(r.output.find("recipe.toml"), std::string::npos) << r.output;
 }
 
 // D19: a length of 1 or 2 keeps only [CLS] and [SEP], so that every text got the same vector, with exit 0.

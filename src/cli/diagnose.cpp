@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "options.h"
 #include "spread/data/npy.h"
+#include "spread/data/text_check.h"
 #include "spread/data/tokenizer.h"
 #include "spread/data/wordnet.h"
 #include "spread/diagnostics/report.h"
@@ -48,9 +49,7 @@ std::vector<std::string> read_texts(const std::string& spec, size_t max_texts, u
   int line_no = 0;
   for (std::string line; std::getline(in, line) && (max_texts == 0 || texts.size() < max_texts);) {
     ++line_no;
-    if (const int64_t bad = first_invalid_utf8(line); bad >= 0)
-      throw user_error(spec, line_no, "--texts", fmt::format("invalid UTF-8 at byte {} of the line", bad),
-                       "save the texts as UTF-8");
+    check_text_line(line, spec, line_no, "--texts");
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") != std::string::npos) texts.push_back(line);
   }

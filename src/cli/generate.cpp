@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "options.h"
+#include "spread/data/text_check.h"
 #include "spread/interchange/loaded_run.h"
 #include "spread/model/generate.h"
 #include "spread/util/error.h"
@@ -32,8 +33,10 @@ int cmd_generate(int argc, char** argv) {
   o.temperature = real_option(args, "temperature", 0, 100);
   o.top_k = int_option(args, "top-k", 0, INT64_MAX);
   o.seed = uint64_t(int_option(args, "seed", 0, INT64_MAX));
+  const std::string prompt = args["prompt"].as<std::string>();
+  check_option_text(prompt, "--prompt");
   LoadedRun run = load_run(model_source(args));
-  generate_text(run, args["prompt"].as<std::string>(), o, [](const std::string& text) {
+  generate_text(run, prompt, o, [](const std::string& text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);  // the text of each token as it is drawn, not all of it at the end
   });

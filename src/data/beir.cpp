@@ -189,6 +189,10 @@ BeirData load_beir(const std::string& dir, const std::string& qrels_name, BadRow
     data.query_ids.push_back(std::move(all_ids[i]));
     data.query_texts.push_back(std::move(all_texts[i]));
   }
+  // Metrics over no query are 0 / 0: printed as NaN with exit 0 before.
+  if (data.query_ids.empty())
+    throw user_error(data.qrels_file, 0, "", "gives no query of queries.jsonl a relevant document (score > 0)",
+                     "retrieval needs at least one judged query: check that the qrels file belongs to this folder");
   return data;
 }
 

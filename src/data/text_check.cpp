@@ -25,15 +25,32 @@ BadTextByte first_bad_text_byte(const std::string& text) {
   return {invalid, false};
 }
 
+std::string hint(const BadTextByte& bad) {
+  return bad.nul ? "text holds no NUL bytes: is it a binary or UTF-16 file? save it as UTF-8"
+                 : "re-encode the file as UTF-8";
+}
+
 }  // namespace
 
 void check_text_file(const std::string& text, const std::string& file, const std::string& key) {
   const BadTextByte bad = first_bad_text_byte(text);
   if (bad.offset < 0) return;
   const auto line = int(1 + std::count(text.begin(), text.begin() + bad.offset, '\n'));
-  throw user_error(file, line, key, bad.problem() + " of the file",
-                   bad.nul ? "text holds no NUL bytes: is it a binary or UTF-16 file? save it as UTF-8"
-                           : "re-encode the file as UTF-8");
+  throw user_error(file, line, key, bad.problem() + " of the file", hint(bad));
+}
+
+void check_text_line(const std::string& line, const std::string& file, int line_no, const std::string& key) {
+  const BadTextByte bad = first_bad_text_byte(line);
+  if (bad.offset < 0) return;
+  throw user_error(file, line_no, key, bad.problem() + " of the line", hint(bad));
+}
+
+void check_option_text(const std::string& text, const std::string& option) {
+  const BadTextByte bad = first_bad_text_byte(text);
+  if (bad.offset < 0) return;
+  throw UserError(fmt::format("{}: {} of its text (pass UTF-8 text: the shell's locale, or a file's bytes given as "
+                              "an argument, may not be)",
+                              option, bad.problem()));
 }
 
 }  // namespace spread

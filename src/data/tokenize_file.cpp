@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "spread/data/hf/tokenizer.h"
+#include "spread/data/text_check.h"
 #include "spread/data/tokenizer.h"
 #include "spread/log/progress.h"
 #include "spread/runtime/memory.h"
@@ -259,6 +260,7 @@ TokenizeResult tokenize_file(const TokenizeRequest& request) {
       result.tokens += counts[i];
     }
   } else {
+    for (size_t i = 0; i < lines.size(); ++i) check_text_line(lines[i], request.in, int(i + 1), "--in");
     refuse_lines_beyond_memory(lines, request.in);
     std::vector<Ids> all(lines.size());
     run_lines(lines, request.in, "tokenizing", [&](size_t i) { all[i] = tokenizer.encode(lines[i]); });

@@ -11,4 +11,11 @@ namespace spread {
 // gave the file ("" for none).
 void check_text_file(const std::string& text, const std::string& file, const std::string& key = "");
 
+// The same for one line of such a file (line_no counted from 1): "FILE:LINE: ... at byte N of the line".
+void check_text_line(const std::string& line, const std::string& file, int line_no, const std::string& key = "");
+
+// The same for the text of a command-line option (`--prompt`): UserError "--prompt: invalid UTF-8 at byte offset N
+// of its text (HINT)".
+void check_option_text(const std::string& text, const std::string& option);
+
 }  // namespace spread
