@@ -189,6 +189,8 @@ MlpImpl::MlpImpl(const TransformerConfig& cfg)
   proj = register_module("proj", make_linear(cfg.mlp_width(), cfg.n_embd, cfg.bias));
 }
 
+// What the MLP computes is model/reference.cpp's mlp(); this picks the kernel that computes it: a node that
+// recomputes the gated product or the exact GELU in backward instead of keeping it, or plain operators.
 torch::Tensor MlpImpl::forward(const torch::Tensor& x, bool add_proj_bias) {
   const torch::Tensor proj_bias = add_proj_bias ? proj->bias : torch::Tensor();
   torch::Tensor y;
@@ -300,6 +302,8 @@ void TransformerImpl::init_weights() {
   }
 }
 
+// The forward pass of model/reference.cpp, computed the fast way: each block's residual add fused with the norm
+// after it, padding packed out of the token-wise work, the output bias folded into the residual add.
 TransformerOutput TransformerImpl::forward(const torch::Tensor& idx, bool want_hidden, bool want_logits,
                                            const torch::Tensor& key_padding, bool pack_padding) {
   const int64_t T = idx.size(1);
