@@ -10,7 +10,7 @@
 
 #include "spread/util/error.h"
 #include "spread/util/file.h"
-#include "spread/util/json_depth.h"
+#include "spread/util/json_text.h"
 #include "spread/util/mapped_file.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors data is little-endian; so is this host's");
@@ -149,10 +149,8 @@ SafetensorsContent parse_safetensors_content(std::string_view bytes, const std::
   // The format pads its header with spaces; the reference library refuses anything else after the JSON.
   if (text.find('\0') != std::string_view::npos)
     throw user_error(source, 0, "", "header holds a NUL byte, which JSON does not allow", hint);
-  refuse_deep_json(text, source);
-  nlohmann::json header = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (header.is_discarded() || !header.is_object())
-    throw user_error(source, 0, "", "header is not a JSON object", hint);
+  const nlohmann::json header = parse_json_text(text, source);
+  if (!header.is_object()) throw user_error(source, 0, "", "header is not a JSON object", hint);
   std::vector<Entry> entries;
   SafetensorsContent out;
   for (const auto& [name, value] : header.items()) {

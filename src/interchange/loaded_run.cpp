@@ -57,19 +57,17 @@ LoadedRun load_run(const std::string& run_dir) {
 void generate_text(LoadedRun& run, const std::string& prompt, const SampleOptions& options,
                    const std::function<void(const std::string&)>& emit) {
   // An encoder's head is no next-token distribution: sampling from it prints noise.
-  if (run.recipe.objective().head != Head::next_token) {
-    const std::string next_token =
-        objective_names([](const ObjectiveTraits& t) { return t.head == Head::next_token; });
-    // A model folder has no recipe.toml: its config.json (the recipe's source) says it is an encoder.
-    if (run.model_folder)
-      throw user_error(run.recipe.source, 0, "", "describes an encoder, which has no next-token head to sample from",
-                       "spread generate samples from a causal language model (a GPT-2 or Llama folder); use spread "
-                       "encode or spread eval for this one");
+  // A model folder has no recipe.toml: its config.json (the recipe's source) says it is an encoder.
+  if (run.recipe.objective().head != Head::next_token && run.model_folder)
+    throw user_error(run.recipe.source, 0, "", "describes an encoder, which has no next-token head to sample from",
+                     "spread generate samples from a causal language model (a GPT-2 or Llama folder); use spread "
+                     "encode or spread eval for this one");
+  if (run.recipe.objective().head != Head::next_token)
     throw user_error(run.dir + "/recipe.toml", 0, "train.objective",
-                     "spread generate samples from a language model (" + next_token + "); this run is \"" +
-                         name_of(run.recipe.train.objective) + "\"",
+                     "spread generate samples from a language model (" +
+                         objective_names([](const ObjectiveTraits& t) { return t.head == Head::next_token; }) +
+                         "); this run is \"" + name_of(run.recipe.train.objective) + "\"",
                      "use spread encode or spread eval for an encoder run");
-  }
   auto ids = run.tokenizer->encode(prompt);
   if (ids.empty()) ids = run.tokenizer->encode("\n");
   emit(run.tokenizer->decode(ids));

@@ -57,7 +57,7 @@ void on_sigbus(int signal, siginfo_t* info, void* context) {
   // si_addr means something only for a fault the kernel raised (si_code > 0), not for kill() or raise().
   const char* address = info->si_code > 0 ? static_cast<const char*>(info->si_addr) : nullptr;
   for (const MappingSlot& slot : g_mappings) {
-    if (address == nullptr) break;
+    if (address == nullptr) break;  // nothing of ours to look up
     const char* begin = slot.begin.load(std::memory_order_acquire);
     if (begin == nullptr || address < begin || address >= begin + slot.size) continue;
     write_text("error: ");
