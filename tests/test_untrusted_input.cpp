@@ -346,6 +346,24 @@ TEST_F(UntrustedInput, APaddingOfTenBillionTokensIsRefused) {
   expect_refused(bounded_spread(tokenize(f / "tokenizer.json")), "tokenizer.json", "Fixed");
 }
 
+// Counts the reference reads unsigned (a pad id, a type id, Strip's counts, WordPiece's word limit): a negative one
+// was accepted and cast. An id past int64's range was printed as a negative number.
+TEST_F(UntrustedInput, NegativeCountsAndHugeIdsInATokenizerAreRefusedAsGiven) {
+  const auto pad = changed_tokenizer(folder("st"), [](nlohmann::json& d) {
+    d["padding"] = {{"strategy", "BatchLongest"}, {"direction", "Right"}, {"pad_to_multiple_of", nullptr},
+                    {"pad_id", -1}, {"pad_type_id", 0}, {"pad_token", "[PAD]"}};
+  });
+  expect_refused(bounded_spread(tokenize(pad)), "padding.pad_id", "is -1, outside 0 to");
+  const auto strip = changed_tokenizer(folder("st"), [](nlohmann::json& d) {
+    d["decoder"] = {{"type", "Strip"}, {"content", " "}, {"start", -5}, {"stop", 0}};
+  });
+  expect_refused(bounded_spread(tokenize(strip)), "decoder.start", "is -5");
+  const auto huge = changed_tokenizer(folder("st"), [](nlohmann::json& d) {
+    d["model"]["vocab"]["[unused0]"] = uint64_t(INT64_MAX) + 6;  // 2^63 + 5
+  });
+  expect_refused(bounded_spread(tokenize(huge)), "tokenizer.json", "9223372036854775813");
+}
+
 // NaN weights in PyLate's Dense made every vector NaN; ward pooling then threw std::invalid_argument (abort).
 TEST_F(UntrustedInput, NonFiniteWeightsInAFolderAreRefusedNamingTheTensor) {
   const fs::path f = folder("pylate");

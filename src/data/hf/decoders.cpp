@@ -260,8 +260,8 @@ std::unique_ptr<Decoder> make_decoder(const Json& j, const Where& w) {
   if (type == "Fuse") return std::make_unique<Fuse>();
   if (type == "Strip")
     return std::make_unique<StripDecoder>(single_char(get_string(j, "content", " ", w), w.at("content")),
-                                          static_cast<size_t>(get_int(j, "start", 0, w)),
-                                          static_cast<size_t>(get_int(j, "stop", 0, w)));
+                                          static_cast<size_t>(get_count(j, "start", 0, INT32_MAX, w)),
+                                          static_cast<size_t>(get_count(j, "stop", 0, INT32_MAX, w)));
   if (type == "Replace") {
     bool is_regex = false;
     const std::string pattern = pattern_of(j, &is_regex, w);

@@ -1,6 +1,8 @@
 // Typed access to tokenizer.json fields with UserErrors that name the file and the key (see json_fields.h).
 #include "json_fields.h"
 
+#include <cstdint>
+
 #include "spread/util/error.h"
 
 namespace spread::hf {
@@ -39,7 +41,18 @@ int64_t get_int(const Json& j, const char* name, int64_t fallback, const Where& 
   auto it = j.find(name);
   if (it == j.end() || it->is_null()) return fallback;
   if (!it->is_number_integer()) w.at(name).fail("expected an integer, got " + it->dump());
+  // An unsigned number past int64's range would wrap to a negative one.
+  if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(INT64_MAX))
+    w.at(name).fail("is " + it->dump() + ", too large");
   return it->get<int64_t>();
+}
+
+int64_t get_count(const Json& j, const char* name, int64_t fallback, int64_t max, const Where& w) {
+  const int64_t n = get_int(j, name, fallback, w);
+  if (n < 0 || n > max)
+    w.at(name).fail("is " + std::to_string(n) + ", outside 0 to " + std::to_string(max) +
+                    " (the reference reads an unsigned count)");
+  return n;
 }
 
 const Json& get_array(const Json& j, const char* name, const Where& w) {

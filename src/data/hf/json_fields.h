@@ -24,6 +24,8 @@ const Json& field(const Json& j, const char* name, const Where& w);  // required
 bool get_bool(const Json& j, const char* name, bool fallback, const Where& w);
 std::string get_string(const Json& j, const char* name, const std::string& fallback, const Where& w);
 int64_t get_int(const Json& j, const char* name, int64_t fallback, const Where& w);
+// An integer the reference reads as unsigned (usize, u32): one in 0..max, else fail() naming it.
+int64_t get_count(const Json& j, const char* name, int64_t fallback, int64_t max, const Where& w);
 const Json& get_array(const Json& j, const char* name, const Where& w);  // required array
 std::string type_of(const Json& j, const Where& w);
 // The pattern field ({"String": s} or {"Regex": s}) of Split and Replace; *is_regex says which.

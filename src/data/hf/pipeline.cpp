@@ -296,8 +296,8 @@ Padding read_padding(const Json& j, const Where& w) {
   if (d != "Left" && d != "Right") w.at("direction").fail("unknown direction '" + d + "'");
   p.left = d == "Left";
   p.multiple_of = length_field(j, "pad_to_multiple_of", 0, w);
-  p.pad_id = static_cast<int32_t>(get_int(j, "pad_id", 0, w));
-  p.pad_type_id = static_cast<int32_t>(get_int(j, "pad_type_id", 0, w));
+  p.pad_id = static_cast<int32_t>(get_count(j, "pad_id", 0, INT32_MAX, w));
+  p.pad_type_id = static_cast<int32_t>(get_count(j, "pad_type_id", 0, INT32_MAX, w));
   p.pad_token = get_string(j, "pad_token", "[PAD]", w);
   return p;
 }

@@ -98,13 +98,13 @@ class Template : public PostProcessor {
         for (size_t k = 0; k < specials_.size(); ++k)
           if (specials_[k].first == id) p.special = static_cast<int>(k);
         if (p.special < 0) wi.fail("special token '" + id + "' is not in \"special_tokens\"");
-        p.type_id = static_cast<int32_t>(get_int(s, "type_id", 0, wi));
+        p.type_id = static_cast<int32_t>(get_count(s, "type_id", 0, INT32_MAX, wi));
       } else if (item.contains("Sequence")) {
         const Json& s = item["Sequence"];
         const std::string id = get_string(s, "id", "A", wi);
         if (id != "A" && id != "B") wi.fail("sequence id '" + id + "' is neither A nor B");
         p.sequence = id == "A" ? 0 : 1;
-        p.type_id = static_cast<int32_t>(get_int(s, "type_id", 0, wi));
+        p.type_id = static_cast<int32_t>(get_count(s, "type_id", 0, INT32_MAX, wi));
       } else {
         wi.fail("expected {\"SpecialToken\": ...} or {\"Sequence\": ...}, got " + item.dump());
       }

@@ -15,10 +15,14 @@ void Model::read_vocab(const Json& vocab, const Where& w) {
   has_.assign(vocab.size(), 0);
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
     if (!it.value().is_number_integer()) w.fail("token '" + it.key() + "' has a non-integer id " + it.value().dump());
-    const int64_t id = it.value().get<int64_t>();
-    if (id < 0 || id >= static_cast<int64_t>(vocab.size()))
-      w.fail("token '" + it.key() + "' has id " + std::to_string(id) + ", out of range for " +
+    // Compared as given: an unsigned id past int64's range must not wrap to a negative one.
+    const bool in_range = it.value().is_number_unsigned()
+                              ? it.value().get<uint64_t>() < vocab.size()
+                              : it.value().get<int64_t>() >= 0 && it.value().get<int64_t>() < int64_t(vocab.size());
+    if (!in_range)
+      w.fail("token '" + it.key() + "' has id " + it.value().dump() + ", out of range for " +
              std::to_string(vocab.size()) + " entries (ids must be 0.." + std::to_string(vocab.size() - 1) + ")");
+    const int64_t id = it.value().get<int64_t>();
     if (has_[id]) w.fail("id " + std::to_string(id) + " is given to both '" + tokens_[id] + "' and '" + it.key() + "'");
     vocab_.insert(it.key(), static_cast<int32_t>(id));
     tokens_[id] = it.key();
@@ -34,7 +38,7 @@ class WordPiece : public Model {
     read_vocab(field(j, "vocab", w), w.at("vocab"));
     unk_ = get_string(j, "unk_token", "[UNK]", w);
     prefix_ = get_string(j, "continuing_subword_prefix", "##", w);
-    max_chars_ = get_int(j, "max_input_chars_per_word", 100, w);
+    max_chars_ = get_count(j, "max_input_chars_per_word", 100, INT32_MAX, w);
     unk_id_ = vocab_.find(unk_);
     for (const auto& t : tokens_) max_len_ = std::max(max_len_, t.size());
   }
