@@ -38,7 +38,8 @@ mine_options=${MINE_OPTIONS:---num-negatives 1 --range-min 10 --range-max 50 --a
 bench_dir=${BENCH_DIR:-/tmp/spread_bench_finetune}
 mkdir -p "$bench_dir"
 results=$bench_dir/results.jsonl
-export OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads SPREAD_THREADS=$threads HF_HUB_OFFLINE=1
+# spread train takes its threads from run.threads (below); its other commands, and the peer, from OMP_NUM_THREADS.
+export OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads HF_HUB_OFFLINE=1
 export TRANSFORMERS_VERBOSITY=error TOKENIZERS_PARALLELISM=false
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
 echo "bench_finetune: $cpu, $threads threads; spread $(git rev-parse --short HEAD); results in $results"
@@ -98,7 +99,7 @@ spread_job() {  # spread_job VARIANT SEED OUT
   timed "spread_$name" bash -c 'build/spread train "${@:3}" && build/spread export --run "$1" --out "$2"' _ \
     "$bench_dir/runs/$name" "$out" recipes/finetune_minilm_scifact.toml "${data[@]}" \
     --set train.init_from="$model" --set eval.beir="" --set eval.qrels="" --set run.name="$name" \
-    --set run.out_dir="$bench_dir/runs" --set run.seed="$seed" --set train.max_steps="$steps" \
+    --set run.out_dir="$bench_dir/runs" --set run.seed="$seed" --set run.threads="$threads" --set train.max_steps="$steps" \
     --set train.eval_every=0 --set train.keep_best="" --set train.ckpt_every="$steps" --set model.dropout=0.1 \
     --set loss.contrastive.mini_batch=$mini
 }

@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "cli_run.h"
 
@@ -69,6 +70,20 @@ TEST(LateInteractionCli, EvalAtPoolFactorsAndCalibrate) {
     double sum = 0;
     for (const char* id : {"q1", "q2", "q3"}) sum += per_query.at(id)["ndcg@10"].get<double>();
     EXPECT_NEAR(sum / 3, row["ndcg@10"].get<double>(), 1e-12) << row.dump();
+  }
+  // --qrels picks the split: train.tsv (q1) by default, dev.tsv (q2, q3) when asked for.
+  const fs::path split = dir / "beir_split";
+  fs::create_directories(split / "qrels");
+  for (const char* file : {"corpus.jsonl", "queries.jsonl"}) fs::copy_file(fs::path(kBeir) / file, split / file);
+  std::ofstream(split / "qrels" / "train.tsv") << "query-id\tcorpus-id\tscore\nq1\td1\t1\n";
+  std::ofstream(split / "qrels" / "dev.tsv") << "query-id\tcorpus-id\tscore\nq2\td2\t1\nq3\td3\t1\n";
+  for (const auto& [qrels, file, queries] :
+       {std::tuple{"", "train.tsv", 1}, std::tuple{" --qrels dev", "dev.tsv", 2}}) {
+    r = run_spread("eval --run " + run + " --beir " + split.string() + qrels + " --pool-factors 1,2 --json");
+    ASSERT_EQ(r.code, 0) << r.output;
+    const auto b = nlohmann::json::parse(r.output.substr(r.output.find('{')))["beir"];
+    EXPECT_NE(b["qrels"].get<std::string>().find(file), std::string::npos) << b.dump();
+    EXPECT_EQ(b["queries"].get<int64_t>(), queries) << b.dump();
   }
   r = run_spread("eval --run " + run + " --beir " + kBeir + " --pool-factors 1,4");
   ASSERT_EQ(r.code, 0) << r.output;

@@ -103,6 +103,7 @@ int eval_late_interaction(LoadedRun& run, const cxxopts::ParseResult& args, cons
   LateInteractionEvalRequest request;
   request.beir = args.count("beir") ? args["beir"].as<std::string>() : run.recipe.eval.beir;
   if (request.beir.empty()) throw UserError("nothing to evaluate: give --beir DIR (see `spread eval --help`)");
+  request.qrels = args.count("qrels") ? args["qrels"].as<std::string>() : run.recipe.eval.qrels;
   if (args.count("sts")) throw UserError("--sts: a late-interaction run is evaluated on retrieval (--beir) only");
   if (args.count("pool-factors")) request.pool_factors = pool_factors(args["pool-factors"].as<std::string>());
   request.batch_size = limits.batch_size;

@@ -183,7 +183,7 @@ nlohmann::json pooled_result(const PooledRetrieval& p, double unpooled_ndcg, boo
 
 nlohmann::json evaluate_late_interaction(LoadedRun& run, const LateInteractionEvalRequest& request) {
   require_maxsim_run(run, "--pool-factors");
-  BeirData data = load_beir(request.beir);
+  BeirData data = load_beir(request.beir, request.qrels);
   CountProgress progress("encoding documents");
   const auto results = evaluate_multi_vector_retrieval(run.model, *run.tokenizer, data,
                                                        multi_vector_spec_of(run, request.batch_size),

@@ -50,6 +50,7 @@ std::string format_embedding_eval(const nlohmann::json& result);
 // factor (1 = unpooled; the run's loss.pooling_aware ward_distance and protected_tokens).
 struct LateInteractionEvalRequest {
   std::string beir;                      // BEIR folder
+  std::string qrels;                     // its split qrels/<qrels>.tsv ("" = train.tsv when present, else the only one)
   std::vector<double> pool_factors{1.0};
   int64_t batch_size = 32;
   bool per_query = false;  // also each query's metrics, per pool factor
