@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cli_run.h"
+#include "pylate_reference.h"
 #include "python_env.h"
 #include "shared_data.h"
 #include "spread/config/recipe.h"
@@ -41,6 +42,9 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 using spread::testing::fresh_temp_dir;
+using spread::testing::expect_colbert_matches;
+using spread::testing::matrix;
+using spread::testing::max_abs;
 using spread::testing::run_spread;
 
 namespace {
@@ -233,22 +237,6 @@ class HfImport : public ::testing::Test {
 std::string HfImport::python_, HfImport::skip_, HfImport::failure_;
 fs::path* HfImport::work_ = nullptr;
 fs::path* HfImport::models_ = nullptr;
-
-torch::Tensor matrix(const json& rows) {
-  std::vector<float> flat;
-  int64_t n = 0;
-  for (const auto& row : rows) {
-    for (const auto& v : row) flat.push_back(v.get<float>());
-    ++n;
-  }
-  return torch::tensor(flat).view({n, -1});
-}
-
-double max_abs(const torch::Tensor& a, const torch::Tensor& b) {
-  EXPECT_EQ(a.sizes(), b.sizes());
-  if (a.sizes() != b.sizes()) return 1e30;
-  return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
-}
 
 // The ids spread's tokenizer gives a text as the model folder frames it: [CLS] text [SEP] for an encoder, the
 // text alone for GPT-2.
@@ -512,42 +500,6 @@ TEST_F(HfImport, DoLowerCaseIsAdoptedAndChangesTheIds) {
   EXPECT_EQ(lowered.tokenizer->encode(kTexts[0]), plain.tokenizer->encode(kTexts[0]));  // already lower-cased
 }
 
-namespace {
-
-// Spread's multi-vector encoding of `run` against pylate.models.ColBERT's (hf_model_ref.py pylate): the ids PyLate
-// feeds (prefix token after [CLS], [MASK] expansion, truncation), the token vectors encode returns (documents
-// without the skiplist's), and MaxSim scores. Returns spread's scores [query][doc].
-std::vector<std::vector<double>> expect_colbert_matches(spread::LoadedRun& run, const json& ref) {
-  const spread::MultiVectorSpec spec = spread::multi_vector_spec(run.recipe, *run.tokenizer, torch::kCPU);
-  const auto special = run.tokenizer->special_ids();
-  torch::NoGradGuard no_grad;
-  auto vectors = [&](const json& item, bool query) {
-    const auto ids = query ? spread::query_tokens(*run.tokenizer, item.at("text").get<std::string>(), spec)
-                           : spread::document_tokens(*run.tokenizer, item.at("text").get<std::string>(), spec);
-    const auto batch = query ? spread::query_batch({&ids}, special, spec) : spread::document_batch({&ids}, special, spec);
-    const auto fed = batch.ids[0];
-    EXPECT_EQ(std::vector<int64_t>(fed.data_ptr<int64_t>(), fed.data_ptr<int64_t>() + fed.numel()),
-              item.at("ids").get<std::vector<int64_t>>()) << item.at("text");
-    auto kept = torch::tensor(item.at("kept").get<std::vector<int64_t>>()).to(torch::kBool);
-    EXPECT_TRUE(torch::equal(batch.score[0], kept)) << item.at("text");
-    auto v = spread::encode_tokens(run.model, batch)[0].index({batch.score[0]});
-    EXPECT_LE(max_abs(v, matrix(item.at("vectors"))), kTol) << item.at("text");
-    return v.to(torch::kDouble);
-  };
-  std::vector<torch::Tensor> queries, docs;
-  for (const auto& q : ref.at("queries")) queries.push_back(vectors(q, true));
-  for (const auto& d : ref.at("docs")) docs.push_back(vectors(d, false));
-  std::vector<std::vector<double>> scores(queries.size());
-  for (size_t i = 0; i < queries.size(); ++i)
-    for (size_t j = 0; j < docs.size(); ++j) {
-      scores[i].push_back(std::get<0>(queries[i].matmul(docs[j].t()).max(1)).sum().item<double>());
-      EXPECT_NEAR(scores[i][j], ref.at("scores")[i][j].get<double>(), kTol) << i << ", " << j;
-    }
-  return scores;
-}
-
-}  // namespace
-
 // A PyLate ColBERT folder read as one: its head, markers, lengths and skiplist, encoding as PyLate encodes.
 TEST_F(HfImport, PyLateColbertFolderMatchesTheLibrary) {
   spread::LoadedRun run = spread::load_run(dir("pylate").string());
@@ -563,6 +515,20 @@ TEST_F(HfImport, PyLateColbertFolderMatchesTheLibrary) {
   EXPECT_EQ(modern.model->config().attention.window, 6);
   expect_colbert_matches(modern, read_json(dir("pylate_modernbert.json")));
   EXPECT_NE(r.output.find("nDCG@10"), std::string::npos) << r.output;
+}
+
+// PyLate saves no model_type when the model it trained came from a sentence-transformers folder without one (as
+// all-MiniLM-L6-v2's is), and loads such a folder as a ColBERT: so does spread, by its Dense modules.
+TEST_F(HfImport, APyLateFolderWithoutModelTypeIsReadAsAColbert) {
+  const fs::path copy = *work_ / "pylate_without_model_type";
+  fs::remove_all(copy);
+  fs::copy(dir("pylate"), copy, fs::copy_options::recursive);
+  json config = read_json(copy / "config_sentence_transformers.json");
+  config.erase("model_type");
+  std::ofstream(copy / "config_sentence_transformers.json", std::ios::trunc) << config.dump(2);
+  spread::LoadedRun run = spread::load_run(copy.string());
+  ASSERT_EQ(run.recipe.train.objective, spread::Objective::maxsim);
+  expect_colbert_matches(run, read_json(dir("pylate.json")));
 }
 
 // `eval --model` of an LM folder measures a text file (a folder has no validation split, and says so).
@@ -869,23 +835,64 @@ TEST_F(HfImport, MaxsimFromPyLateFolderGivesPyLatesContrastiveLoss) {
   EXPECT_NEAR(with_negatives, ref.at("with_negatives").get<double>(), kTol);
 }
 
-// A BERT folder is no ColBERT folder: maxsim is refused until the recipe names two entries as markers (ColBERT's
-// [unused0] and [unused1]); then it trains from the folder's encoder with a fresh head, queries "[CLS] [unused0] ..".
-TEST_F(HfImport, MaxsimFromBertFolderNeedsTwoEntriesAsMarkers) {
-  const std::vector<std::string> maxsim = {"train.objective=maxsim", "data.source=pairs", "train.max_steps=2",
-                                           "loss.maxsim.query_length=16", "loss.maxsim.document_length=32",
-                                           "model.head_dim=8"};
-  try {
-    train_from(*work_, dir("bert"), "maxsim_from_bert_unmarked", maxsim);
-    ADD_FAILURE() << "maxsim from a BERT folder without markers was accepted";
-  } catch (const spread::UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("tokenizer.query_marker"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("[unused0]"), std::string::npos) << e.what();
-  }
-  auto marked = maxsim;
-  marked.insert(marked.end(), {"tokenizer.query_marker=[unused0]", "tokenizer.document_marker=[unused1]"});
-  spread::LoadedRun run = spread::load_run(train_from(*work_, dir("bert"), "maxsim_from_bert", marked));
+// A BERT folder is no ColBERT folder: maxsim from it makes one as pylate.models.ColBERT(folder) does. "[Q] " and
+// "[D] " are added to its tokenizer (the next ids) and get embedding rows at the mean of the folder's; the head is
+// fresh. With the run's head put into PyLate's model (the run trains at learning rate 0, so its encoder is the one
+// it started from), both feed the same ids and give the same token vectors and scores, and PyLate loads the export
+// with the same tokens, adding none.
+TEST_F(HfImport, MaxsimFromBertFolderAddsPyLatesMarkers) {
+  std::string skiplist;  // PyLate's default skiplist (string.punctuation), as a TOML array
+  for (const auto& word : spread::ColbertModules{}.skiplist_words) skiplist += json(word).dump() + ",";
+  const auto run_dir = train_from(*work_, dir("bert"), "maxsim_from_bert",
+                                  {"train.objective=maxsim", "data.source=pairs", "train.max_steps=1", "train.lr=0",
+                                   "train.min_lr=0", "loss.maxsim.query_length=16", "loss.maxsim.document_length=24",
+                                   "model.head_dim=8", "loss.maxsim.skiplist=true",
+                                   "loss.maxsim.skiplist_words=[" + skiplist + "]"});
+  const fs::path out = *work_ / "maxsim_from_bert_export";
+  auto e = run_spread(fmt::format("export --run '{}' --out '{}'", run_dir, out.string()));
+  ASSERT_EQ(e.code, 0) << e.output;
+  auto pylate = [&](const fs::path& model, const std::string& options, const std::string& name) {
+    const fs::path ref = *work_ / name;
+    const std::string cmd = fmt::format("'{}' '{}' pylate '{}' '{}' '{}' '{}' {} > /dev/null 2>&1", python_, script(),
+                                        model.string(), dir("queries.txt").string(), dir("texts.txt").string(),
+                                        ref.string(), options);
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    return read_json(ref);
+  };
+  const json made = pylate(dir("bert"), fmt::format("--head-from '{}' --query-length 16 --document-length 24",
+                                                    out.string()), "maxsim_from_bert.pylate.json");
+  spread::LoadedRun run = spread::load_run(run_dir);
+  EXPECT_EQ(run.recipe.tokenizer.query_marker, "[Q] ");
+  EXPECT_EQ(run.recipe.tokenizer.document_marker, "[D] ");
+  const auto special = run.tokenizer->special_ids();
+  EXPECT_EQ(run.tokenizer->vocab_size(), made.at("vocab").get<int64_t>());
+  EXPECT_EQ(run.model->config().vocab_size, made.at("vocab").get<int64_t>());
+  EXPECT_EQ(special.query, made.at("prefix_ids")[0].get<int32_t>());
+  EXPECT_EQ(special.document, made.at("prefix_ids")[1].get<int32_t>());
+  // PyLate's rows are drawn around the mean with 1e-9 of the rows' covariance: within a few 1e-6 of it here.
+  const torch::Tensor added = matrix(made.at("added_rows"));
+  ASSERT_EQ(added.size(0), 2);
+  const torch::Tensor wte = run.model->wte->weight.detach();
+  EXPECT_LE(max_abs(wte.narrow(0, wte.size(0) - 2, 2), added), 5e-5);
+  EXPECT_GT(wte.narrow(0, wte.size(0) - 2, 2).abs().max().item<double>(), 1e-3);  // not left at zero
+  expect_colbert_matches(run, made);
+  const json exported = pylate(out, "", "maxsim_from_bert.export.json");
+  EXPECT_EQ(exported.at("vocab"), made.at("vocab"));
+  EXPECT_EQ(exported.at("prefix_ids"), made.at("prefix_ids"));
+  EXPECT_EQ(exported.at("added_rows").size(), 0u);
+  expect_colbert_matches(run, exported);
+}
+
+// Markers the recipe names that the vocabulary has (ColBERT's [unused0] and [unused1]) keep their ids: nothing is
+// added, and queries are fed as "[CLS] [unused0] ..".
+TEST_F(HfImport, MaxsimFromBertFolderTakesTheEntriesARecipeNamesAsMarkers) {
+  const auto run_dir = train_from(*work_, dir("bert"), "maxsim_from_bert_unused",
+                                  {"train.objective=maxsim", "data.source=pairs", "train.max_steps=2",
+                                   "loss.maxsim.query_length=16", "loss.maxsim.document_length=32", "model.head_dim=8",
+                                   "tokenizer.query_marker=[unused0]", "tokenizer.document_marker=[unused1]"});
+  spread::LoadedRun run = spread::load_run(run_dir);
   EXPECT_EQ(run.model->config().head_dim, 8);
+  EXPECT_EQ(run.model->config().vocab_size, 30522);  // bert-base-uncased's: no rows added
   const auto special = run.tokenizer->special_ids();
   EXPECT_EQ(special.query, 1);  // bert-base-uncased: [PAD] 0, [unused0] 1, [unused1] 2
   EXPECT_EQ(special.document, 2);
@@ -916,6 +923,7 @@ TEST_F(HfImport, FineTunedPyLateModelExportsBackAndTheLibraryAgrees) {
                                       ref.string());
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   spread::LoadedRun run = spread::load_run(run_dir);
+  EXPECT_EQ(read_json(ref).at("vocab"), run.tokenizer->vocab_size());  // PyLate added no tokens to the export's
   const auto scores = expect_colbert_matches(run, read_json(ref));
   const json before = read_json(dir("pylate.json")).at("scores");
   double moved = 0;

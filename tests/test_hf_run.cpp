@@ -282,6 +282,44 @@ TEST(TokenizeCli, BadInputNamesTheFileAndLineAndKeepsTheOldOutput) {
   fs::remove_all(dir);
 }
 
+// ColBERT markers the vocabulary lacks are added to it as the reference's add_tokens adds them (PyLate's way):
+// the same added_tokens entries (ids 30522 and 30523, not special, normalized) as `tokenizers` writes, the same ids
+// for texts that hold them, and a run's saved copy loads with the same ids, adding nothing again.
+TEST(HfRunTokenizer, MarkersAreAddedAsTheLibraryAddsTokens) {
+  if (!fs::exists(kBert)) GTEST_SKIP() << spread::testing::shared_data_missing("tokenizers");
+  std::string why;
+  const std::string python = reference_python({"tokenizers"}, &why);
+  if (python.empty()) GTEST_SKIP() << why;
+  const fs::path dir = fresh_temp_dir("hf_markers");
+  spread::TokenizerSpec spec;
+  spec.kind = "hf", spec.hf_path = kBert, spec.query_marker = "[Q] ", spec.document_marker = "[D] ";
+  const auto tokenizer = spread::build_tokenizer(spec, "", dir.string());
+  tokenizer->save(dir.string());
+  const fs::path script = dir / "add.py", ref = dir / "ref.json";
+  std::ofstream(script) << "import sys\nfrom tokenizers import Tokenizer\nt = Tokenizer.from_file(sys.argv[1])\n"
+                           "t.add_tokens(['[Q] ', '[D] '])\nt.save(sys.argv[2])\n";
+  const std::string cmd = "'" + python + "' " + script.string() + " " + kBert + " " + ref.string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const auto added = [](const fs::path& p) { return nlohmann::json::parse(file_bytes(p)).at("added_tokens"); };
+  EXPECT_EQ(added(dir / "tokenizer.hf.json"), added(ref));
+  const auto s = tokenizer->special_ids();
+  EXPECT_EQ(s.query, 30522);
+  EXPECT_EQ(s.document, 30523);
+  EXPECT_EQ(tokenizer->vocab_size(), 30524);
+  std::ofstream(dir / "lines.txt") << "who plays [Q] the guitar?\n[D] a document [D] \n[q] lower case, [Q]x\n";
+  const auto want = bare_reference_ids(python, ref.string(), dir / "lines.txt", dir);
+  std::vector<std::vector<int32_t>> got;
+  for (const std::string line : {"who plays [Q] the guitar?", "[D] a document [D] ", "[q] lower case, [Q]x"})
+    got.push_back(tokenizer->encode(line));
+  EXPECT_EQ(got, want);
+  const auto reloaded = spread::load_tokenizer(dir.string());
+  EXPECT_EQ(reloaded->vocab_size(), 30524);
+  EXPECT_EQ(reloaded->special_ids().query, 30522);
+  EXPECT_EQ(reloaded->special_ids().document, 30523);
+  EXPECT_EQ(reloaded->encode("who plays [Q] the guitar?"), want[0]);
+  fs::remove_all(dir);
+}
+
 // The recipe refuses what kind hf cannot do, naming the key.
 TEST(HfRecipe, RefusesAMissingPathAPathWithoutHfAndMaxsim) {
   const auto error_of = [](std::vector<std::string> overrides) {

@@ -1,6 +1,7 @@
 // The real all-MiniLM-L6-v2 (scripts/get_model.sh) end to end, judged by the libraries its users know:
 // `spread eval --model` against sentence-transformers' encode + MTEB's metrics (tests/oracles/mteb_ref.py), and
-// `spread mine` against sentence-transformers' mine_hard_negatives (tests/oracles/mine_ref.py).
+// `spread mine` against sentence-transformers' mine_hard_negatives (tests/oracles/mine_ref.py), and the ColBERT
+// recipe's model against the one pylate.models.ColBERT makes of it (tests/oracles/hf_model_ref.py).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -10,9 +11,11 @@
 #include <sstream>
 
 #include "cli_run.h"
+#include "pylate_reference.h"
 #include "python_env.h"
 #include "real_model.h"
 #include "shared_data.h"
+#include "spread/interchange/loaded_run.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -180,3 +183,53 @@ TEST(RealModel, MiningNamesTheFirstQrelsIdMissingFromTheCorpus) {
 }
 
 }  // namespace
+
+// recipes/colbert_minilm_scifact.toml makes all-MiniLM-L6-v2 a ColBERT as pylate.models.ColBERT(folder) makes one:
+// "[Q] " and "[D] " added to the tokenizer with rows at the mean of the others, 32-token queries with [MASK]
+// expansion, documents cut at 180 tokens, the punctuation skiplist. A step at learning rate 0 leaves the encoder as
+// it came; with the run's fresh head put into PyLate's model, both feed the same ids and give the same token vectors
+// and MaxSim scores on SciFact claims and abstracts. PyLate loads the export with the same tokens, adding none.
+TEST(RealModel, ColbertRecipeMakesMiniLmAColbertAsPyLateDoes) {
+  REAL_MODEL_OR_SKIP(model);
+  SHARED_DATA_OR_SKIP(scifact, "scifact-train");
+  std::string python;
+  if (auto why = reference_or_skip({"pylate"}, &python); !why.empty()) GTEST_SKIP() << why;
+  const auto dir = spread::testing::fresh_temp_dir("real_colbert");
+  const fs::path beir = small_scifact(scifact, 8, 8, dir / "beir");
+  {
+    std::ofstream queries(dir / "queries.txt"), docs(dir / "docs.txt");
+    for (const auto& line : lines_of(beir / "queries.jsonl")) queries << nlohmann::json::parse(line)["text"].get<std::string>() << "\n";
+    const auto corpus = lines_of(beir / "corpus.jsonl");
+    for (size_t i = 0; i < 4; ++i) docs << nlohmann::json::parse(corpus[i])["text"].get<std::string>() << "\n";
+  }
+  const std::string recipe = std::string(SPREAD_TEST_DATA_DIR) + "/../../recipes/colbert_minilm_scifact.toml";
+  const auto t = run_spread("train " + recipe + " --set train.init_from=" + model + " --set data.source=beir" +
+                            " --set data.path=" + beir.string() + " --set data.qrels=train --set run.out_dir=" +
+                            dir.string() + " --set train.max_steps=1 --set train.lr=0 --set train.warmup_steps=0" +
+                            " --set train.batch_size=4 --set train.eval_every=0 --set train.keep_best= --set eval.beir=" +
+                            " --set data.val_fraction=0.2");
+  ASSERT_EQ(t.code, 0) << t.output;
+  const fs::path run_dir = dir / "colbert_minilm_scifact", out = dir / "export";
+  const auto e = run_spread("export --run " + run_dir.string() + " --out " + out.string());
+  ASSERT_EQ(e.code, 0) << e.output;
+  const auto pylate = [&](const std::string& folder, const std::string& options, const std::string& name) {
+    run_reference(python, "hf_model_ref.py", "pylate '" + folder + "' " + (dir / "queries.txt").string() + " " +
+                                                 (dir / "docs.txt").string() + " " + (dir / name).string() + options);
+    return nlohmann::json::parse(slurp(dir / name));
+  };
+  const auto made = pylate(model, " --head-from " + out.string() + " --query-length 32 --document-length 180",
+                           "made.json");
+  spread::LoadedRun run = spread::load_run(run_dir.string());
+  EXPECT_EQ(run.tokenizer->vocab_size(), made.at("vocab").get<int64_t>());
+  EXPECT_EQ(run.model->config().vocab_size, 30524);
+  EXPECT_EQ(run.tokenizer->special_ids().query, made.at("prefix_ids")[0].get<int32_t>());
+  EXPECT_EQ(run.tokenizer->special_ids().document, made.at("prefix_ids")[1].get<int32_t>());
+  const torch::Tensor wte = run.model->wte->weight.detach();
+  EXPECT_LE(spread::testing::max_abs(wte.narrow(0, 30522, 2), spread::testing::matrix(made.at("added_rows"))), 5e-5);
+  spread::testing::expect_colbert_matches(run, made, 1e-4);
+  const auto exported = pylate(out.string(), "", "exported.json");
+  EXPECT_EQ(exported.at("vocab"), made.at("vocab"));
+  EXPECT_EQ(exported.at("prefix_ids"), made.at("prefix_ids"));
+  EXPECT_EQ(exported.at("added_rows").size(), 0u);
+  spread::testing::expect_colbert_matches(run, exported, 1e-4);
+}

@@ -444,8 +444,8 @@ const std::map<std::string, std::string>& key_meanings() {
       {"tokenizer.vocab_size", "bpe and unigram: the vocabulary to train"},
       {"tokenizer.model", "bpe and unigram: an existing sentencepiece model file instead of training one"},
       {"tokenizer.path", "hf: a tokenizer.json, vocab.txt, vocab.json or the folder holding one"},
-      {"tokenizer.query_marker", "hf with maxsim: the vocabulary entry that marks queries (e.g. [unused0])"},
-      {"tokenizer.document_marker", "hf with maxsim: the vocabulary entry that marks documents (e.g. [unused1])"},
+      {"tokenizer.query_marker", "hf with maxsim: the token that marks queries, added to the vocabulary when it has none, as PyLate adds \"[Q] \" (the default from a model folder); or an entry such as [unused0]"},
+      {"tokenizer.document_marker", "hf with maxsim: the token that marks documents (PyLate's \"[D] \", or an entry such as [unused1])"},
       {"tokenizer.lowercase", "hf: each text through Python's str.lower() first (a sentence-transformers folder's do_lower_case)"},
       {"model.n_layer", "transformer blocks"},
       {"model.n_head", "attention heads"},
@@ -712,9 +712,10 @@ void validate_tokenizer(const Recipe& r) {
     fail(at, "tokenizer.lowercase", "is true, and PyLate's folders have no lower-casing step: the export would "
          "encode other ids than training saw", "set tokenizer.lowercase = false for maxsim");
   if (token_vectors && t.query_marker.empty())
-    fail(at, "tokenizer.query_marker", "maxsim needs [Q] / [D] marker ids, and a Hugging Face vocabulary names none",
-         "set tokenizer.query_marker and document_marker to two entries of the vocabulary (BERT's \"[unused0]\" "
-         "and \"[unused1]\"), or start from a PyLate folder (train.init_from), whose markers are adopted");
+    fail(at, "tokenizer.query_marker", "maxsim needs [Q] / [D] markers, and a Hugging Face vocabulary names none",
+         "set tokenizer.query_marker and document_marker: \"[Q] \" and \"[D] \" are added to the vocabulary as "
+         "PyLate adds them, or name two entries of it (BERT's \"[unused0]\" and \"[unused1]\"); a model folder "
+         "as train.init_from gives PyLate's markers by itself");
 }
 
 // The objectives that train a causal language model (a next-token head), for messages.

@@ -28,11 +28,10 @@ SpecialIds vocabulary_special_ids(const hf::Tokenizer& hf) {
   return ids;
 }
 
+// A marker is a token of the tokenizer: load_hf_run_tokenizer added it when the vocabulary had none.
 int32_t marker_id(const hf::Tokenizer& hf, const std::string& marker, const char* key, const std::string& source) {
   if (auto id = hf.token_to_id(marker)) return int32_t(*id);
-  throw user_error(source, 0, key, "'" + marker + "' is no entry of this vocabulary",
-                   "use one of its entries (BERT's \"[unused0]\", \"[unused1]\"), or the tokenizer of a PyLate "
-                   "folder, which adds its prefixes as tokens");
+  throw user_error(source, 0, key, "'" + marker + "' is no token of this tokenizer");
 }
 
 class HfRunTokenizer final : public Tokenizer {
@@ -97,6 +96,9 @@ class HfRunTokenizer final : public Tokenizer {
 std::unique_ptr<Tokenizer> load_hf_run_tokenizer(const std::string& path, const HfRunOptions& options) {
   // The run sets its own lengths (data.max_length): the file's truncation and padding would cut or pad behind it.
   auto hf = hf::Tokenizer::load(path, /*truncation_and_padding=*/false);
+  // The markers are added as PyLate adds its prefixes (a no-op for a run's own copy, which lists them already).
+  if (!options.query.empty())
+    hf = hf::add_tokens(std::move(hf), {options.query, options.document}, path, /*truncation_and_padding=*/false);
   std::string json_text = hf->to_json();  // the file as read, truncation and padding included, for save()
   return std::make_unique<HfRunTokenizer>(std::move(hf), std::move(json_text), path, options);
 }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "spread/data/hf_run_tokenizer.h"
 #include "spread/interchange/hf_import.h"
 #include "spread/util/error.h"
 #include "spread/util/model_folder.h"
@@ -53,12 +54,24 @@ void check_against_folder_shape(const Recipe& r) {
                      fmt::format("the model folder {} lower-cases its texts (do_lower_case), and PyLate's folders "
                                  "have no lower-casing step", r.train.init_from),
                      "train maxsim from a folder without do_lower_case");
-  if (objective.head == Head::token_vectors && r.tokenizer.query_marker.empty())
-    throw user_error(r.source, 0, "tokenizer.query_marker",
-                     fmt::format("the model folder {} is no PyLate folder, so it names no [Q] / [D] markers",
-                                 r.train.init_from),
-                     "set tokenizer.query_marker and document_marker to two entries of its vocabulary (BERT's "
-                     "\"[unused0]\" and \"[unused1]\")");
+}
+
+// A ColBERT from a folder of a plain encoder, as PyLate's models.ColBERT makes one: the recipe's markers, else
+// PyLate's "[Q] " and "[D] ", added to the folder's tokenizer where it lacks them, and one embedding row per token
+// of the tokenizer then (PyLate resizes the embeddings to len(tokenizer); init_from_run starts the new rows at the
+// mean of the folder's, as transformers' resize_token_embeddings does).
+void colbert_from_encoder(Recipe& r) {
+  auto& t = r.tokenizer;
+  if (t.query_marker.empty() != t.document_marker.empty())
+    throw user_error(r.source, 0, t.query_marker.empty() ? "tokenizer.query_marker" : "tokenizer.document_marker",
+                     "is missing: the two markers go together",
+                     "set both, or neither for PyLate's \"[Q] \" and \"[D] \"");
+  if (t.query_marker.empty()) {
+    const ColbertModules pylate;
+    t.query_marker = pylate.query_prefix;
+    t.document_marker = pylate.document_prefix;
+  }
+  r.model.vocab_size = load_hf_run_tokenizer(t.path, {t.query_marker, t.document_marker})->vocab_size();
 }
 
 // A PyLate folder decides the multi-vector head, the markers and the skiplist; its lengths and query expansion are
@@ -131,7 +144,10 @@ Recipe adopt_model_folder(const Recipe& recipe) {
   if (r.data.max_length == 0) r.data.max_length = implied.data.max_length;
   if (r.loss.contrastive.pooling == ContrastiveConfig().pooling) r.loss.contrastive.pooling = implied.loss.contrastive.pooling;
   const auto token_vectors = [](const Recipe& x) { return x.objective().head == Head::token_vectors; };
-  if (token_vectors(implied) && token_vectors(r)) adopt_colbert(r, implied);
+  if (token_vectors(r)) {
+    if (token_vectors(implied)) adopt_colbert(r, implied);
+    else colbert_from_encoder(r);
+  }
   check_against_folder_shape(r);
   return r;
 }

@@ -217,9 +217,11 @@ ColbertModules read_colbert_config(const json& c, const std::string& path) {
   require(!bool_key(c, "attend_to_expansion_tokens", path, false), path, "attend_to_expansion_tokens", true, "false");
   require(!m.query_prefix.empty() && !m.document_prefix.empty(), path, "query_prefix", m.query_prefix,
           "non-empty query and document prefixes");
-  if (c.contains("skiplist_words") && c["skiplist_words"].is_array())
+  if (c.contains("skiplist_words") && c["skiplist_words"].is_array()) {
+    m.skiplist_words.clear();
     for (const auto& w : c["skiplist_words"])
       if (w.is_string()) m.skiplist_words.push_back(w.get<std::string>());
+  }
   return m;
 }
 
@@ -352,7 +354,9 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
                        "spread reads PyLate's ColBERT folders and sentence-transformers' single-vector ones");
     StModules st = read_sentence_modules(dir, c);
     folder.model_dir = st.transformer_path;
-    if (model_type == "ColBERT") {
+    // PyLate takes a folder without a model_type for its own ("ColBERT", its _get_model_type), and saves one so
+    // when the model it trained was made from a plain encoder; its Dense modules say whose it is.
+    if (model_type == "ColBERT" || (model_type.empty() && st.head.defined())) {
       if (!st.head.defined() || st.pooled)
         throw user_error(path_in(dir, "modules.json"), 0, "", "a ColBERT folder needs Dense modules and no Pooling");
       // PyLate inserts its prefixes into the tokenized text; lower-casing the text around them is not modelled.

@@ -238,7 +238,10 @@ nlohmann::json hf_tokenizer_config(const Tokenizer& tokenizer, int64_t max_lengt
     c["sep_token"] = "[SEP]";
     c["mask_token"] = "[MASK]";
   }
-  if (tokenizer.special_ids().has_markers()) c["additional_special_tokens"] = {"[Q]", "[D]"};
+  // spread's own vocabularies reserve [Q] and [D]; a Hugging Face vocabulary's markers are its own tokens, listed
+  // in tokenizer.json already (naming "[Q]" here would make transformers add two new tokens).
+  if (tokenizer.special_ids().has_markers() && tokenizer.kind() != "hf")
+    c["additional_special_tokens"] = {"[Q]", "[D]"};
   return c;
 }
 

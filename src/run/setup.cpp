@@ -259,6 +259,25 @@ bool output_is_finite(Transformer& model, const torch::Device& device) {
   return torch::isfinite(model->forward(idx).logits).all().item<bool>();
 }
 
+int64_t resize_token_rows(std::map<std::string, torch::Tensor>& tensors, int64_t rows) {
+  int64_t added = 0;
+  for (const char* name : {"model.wte.weight", "model.lm_head.weight", "model.mlm_bias"}) {
+    auto it = tensors.find(name);
+    if (it == tensors.end()) continue;
+    torch::Tensor& t = it->second;
+    const int64_t have = t.size(0);
+    if (have >= rows) {
+      t = t.narrow(0, 0, rows);
+      continue;
+    }
+    std::vector<int64_t> extra = t.sizes().vec();
+    extra[0] = rows - have;
+    t = torch::cat({t, t.mean(0, /*keepdim=*/true).expand(extra)});
+    added = rows - have;
+  }
+  return added;
+}
+
 void load_model_weights(Transformer& model, const std::map<std::string, torch::Tensor>& tensors,
                         const std::string& source, MissingHead missing_head) {
   torch::NoGradGuard no_grad;

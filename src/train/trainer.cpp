@@ -300,10 +300,14 @@ void open_run(Run& run, TrainStart start, const std::function<void(const std::st
 void init_from_run(Run& run) {
   const std::string& from = run.recipe.train.init_from;
   if (is_foreign_model_folder(from)) {
-    const HfModelFolder folder = read_hf_model_folder(from);
+    HfModelFolder folder = read_hf_model_folder(from);
+    // The tokens a ColBERT adds to the folder's tokenizer (adopt_model_folder) get rows of their own.
+    const int64_t added = resize_token_rows(folder.weights, run.model->config().vocab_size);
     load_model_weights(run.model, folder.weights, folder.model_dir, MissingHead::KeepInitial);
-    say(fmt::format("init_from: model weights of the {} folder {}{}", folder.architecture, from,
-                    run.model->config().head_dim > 0 ? " (the multi-vector head starts from its initial values)" : ""));
+    say(fmt::format("init_from: model weights of the {} folder {}{}{}", folder.architecture, from,
+                    run.model->config().head_dim > 0 ? " (the multi-vector head starts from its initial values)" : "",
+                    added > 0 ? fmt::format("; {} embedding rows added for the tokens added to its tokenizer, at "
+                                            "the mean of its rows", added) : ""));
     return;
   }
   if (is_hf_model_dir(from)) {

@@ -6,7 +6,7 @@ spread's import of such folders (transformers 5.3, sentence-transformers 5.3, Py
     hf_model_ref.py hidden MODEL_DIR TEXTS_FILE OUT.json [--batch]
     hf_model_ref.py st-encode MODEL_DIR TEXTS_FILE OUT.json [--prompt-name NAME] [--batch-size N]
     hf_model_ref.py generate MODEL_DIR PROMPTS_FILE OUT.json [--max-new-tokens 32]
-    hf_model_ref.py pylate MODEL_DIR QUERIES_FILE DOCS_FILE OUT.json
+    hf_model_ref.py pylate MODEL_DIR QUERIES_FILE DOCS_FILE OUT.json [--head-from EXPORT_DIR ...]
     hf_model_ref.py pylate-loss MODEL_DIR QUERIES_FILE DOCS_FILE NEGATIVES_FILE OUT.json
     hf_model_ref.py st-loss MODEL_DIR ANCHORS_FILE POSITIVES_FILE NEGATIVES_FILE OUT.json
     hf_model_ref.py choices MODEL_DIR CHOICES_JSONL OUT.json
@@ -54,7 +54,12 @@ TEXTS_FILE etc.: UTF-8, split on "\\n" (a final empty piece is no line). Outputs
   generate   {"model", "results": [{"prompt", "prompt_ids", "new_ids"}]}: greedy, stops early at <|endoftext|>.
   pylate     {"model", "queries"/"docs": [{"text", "ids" (fed, prefix and [MASK] expansion included),
              "attention_mask", "kept" (tokens whose vectors encode returns: docs drop the skiplist), "vectors"}],
-             "scores": [query][doc] MaxSim (pylate.scores.colbert_scores of one pair at a time, so no padding)}.
+             "scores": [query][doc] MaxSim (pylate.scores.colbert_scores of one pair at a time, so no padding),
+             "vocab" (len(tokenizer)), "prefix_ids" ([Q], [D]), "added_rows" (embedding rows past config.json's
+             vocab_size: those PyLate added for its prefixes)}. --head-from EXPORT_DIR: MODEL_DIR is a plain
+             encoder folder, made a ColBERT by PyLate (its prefixes added, --query-length, --document-length),
+             whose random head is replaced by EXPORT_DIR's 1_Dense and whose added rows, once reported, are set to the
+             mean they were drawn around.
   pylate-loss {"model", "in_batch": pylate.losses.Contrastive of the queries against their documents (line i's
              document is query i's positive, the others its in-batch negatives), "with_negatives": the same with
              NEGATIVES_FILE's line i as query i's hard negative}, all lines one batch, eval mode (no dropout).
@@ -392,8 +397,25 @@ def generate(a):
 
 
 def pylate(a):
+    import torch
     from pylate import models, scores
-    model = models.ColBERT(a.model_dir, device="cpu")
+    if a.head_from is None:
+        model = models.ColBERT(a.model_dir, device="cpu")
+    else:  # a ColBERT made from an encoder folder, with the head of a spread run's export in place of its random one
+        from safetensors.torch import load_file
+        head = load_file(os.path.join(a.head_from, "1_Dense", "model.safetensors"))["linear.weight"]
+        model = models.ColBERT(a.model_dir, device="cpu", embedding_size=head.shape[0],
+                               query_length=a.query_length, document_length=a.document_length)
+        with torch.no_grad():
+            model[1].linear.weight.copy_(head)
+    with open(os.path.join(a.model_dir, "config.json")) as f:
+        folder_rows = json.load(f)["vocab_size"]
+    rows = model[0].auto_model.get_input_embeddings().weight.detach().clone()
+    if a.head_from is not None and len(rows) > folder_rows:
+        # resize_token_embeddings drew the new rows around the old rows' mean with 1e-9 of their covariance; the
+        # draw is reported (added_rows), and the encodings below are of the mean itself, the draw's expectation.
+        with torch.no_grad():
+            model[0].auto_model.get_input_embeddings().weight[folder_rows:] = rows[:folder_rows].mean(0)
 
     def encode(texts, is_query):
         items = []
@@ -409,7 +431,10 @@ def pylate(a):
              for q in queries]
     for item in queries + docs:
         item["vectors"] = item["vectors"].tolist()
-    write_json(a.out_json, {"model": a.model_dir, "queries": queries, "docs": docs, "scores": table})
+    write_json(a.out_json, {"model": a.model_dir, "queries": queries, "docs": docs, "scores": table,
+                            "vocab": len(model.tokenizer), "prefix_ids": [model.query_prefix_id,
+                                                                          model.document_prefix_id],
+                            "added_rows": rows[folder_rows:].tolist()})
 
 
 def pylate_loss(a):
@@ -491,6 +516,9 @@ def parser():
     c = sub.add_parser("pylate")
     for name in ("model_dir", "queries_file", "docs_file", "out_json"):
         c.add_argument(name)
+    c.add_argument("--head-from")
+    c.add_argument("--query-length", type=int)
+    c.add_argument("--document-length", type=int)
     c.set_defaults(run=pylate)
     c = sub.add_parser("pylate-loss")
     for name in ("model_dir", "queries_file", "docs_file", "negatives_file", "out_json"):

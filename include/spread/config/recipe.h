@@ -54,8 +54,9 @@ struct TokenizerConfig {
   int64_t vocab_size = 2048;  // not used by char and hf
   std::string model;  // an existing sentencepiece model file; empty = train one from the data
   std::string path;   // kind hf: a Hugging Face tokenizer.json, vocab.txt, vocab.json or their folder
-  // kind hf, objective maxsim: the vocabulary entries that serve as the [Q] / [D] markers (a PyLate folder's
-  // query_prefix / document_prefix, such as "[Q] ", or two unused BERT entries such as "[unused0]", "[unused1]")
+  // kind hf, objective maxsim: the tokens that serve as the [Q] / [D] markers, added to the vocabulary where it
+  // lacks them as PyLate adds its prefixes (a PyLate folder's query_prefix / document_prefix, PyLate's default
+  // "[Q] " / "[D] " from any other model folder, or two unused BERT entries such as "[unused0]", "[unused1]")
   std::string query_marker, document_marker;
   // kind hf: each text through Python's str.lower() before tokenizing, as a sentence-transformers folder's
   // do_lower_case (adopted from it); Unicode's full lower case with the final-sigma rule, which a lower-casing

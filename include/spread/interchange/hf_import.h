@@ -42,7 +42,10 @@ struct ColbertModules {
   std::string query_prefix = "[Q] ", document_prefix = "[D] ";  // tokens inserted after [CLS]
   int64_t query_length = 32, document_length = 180;             // tokens, the prefix included
   bool query_expansion = true;                                  // queries padded with [MASK] that score
-  std::vector<std::string> skiplist_words;                       // vocabulary entries left out of documents
+  // Vocabulary entries left out of documents; PyLate's default when the folder lists none: string.punctuation.
+  std::vector<std::string> skiplist_words = {"!", "\"", "#", "$", "%", "&", "'", "(", ")", "*", "+",
+                                             ",", "-", ".", "/", ":", ";", "<", "=", ">", "?", "@",
+                                             "[", "\\", "]", "^", "_", "`", "{", "|", "}", "~"};
 };
 
 struct HfModelFolder {
@@ -69,7 +72,11 @@ Recipe recipe_of_model_folder(const HfModelFolder& folder);
 // [train] init_from of a model folder that is not spread's own export: the recipe with the
 // folder's architecture keys ([model] shape and options), its tokenizer (kind "hf", path) and, where the recipe
 // leaves them at their defaults, its max_seq_length and pooling. A [model] or [tokenizer] value that is not the
-// default and differs from the folder's is a UserError naming both. Any other recipe is returned as it is.
+// default and differs from the folder's is a UserError naming both. Objective maxsim takes a PyLate folder's head,
+// markers, lengths and skiplist; from any other encoder folder it makes a ColBERT as PyLate's models.ColBERT does:
+// the recipe's markers, else PyLate's "[Q] " and "[D] ", added to the tokenizer where it lacks them, and
+// model.vocab_size the tokenizer's size with them (the rows they add start at the mean of the folder's rows,
+// run/setup.h resize_token_rows). Any other recipe is returned as it is.
 Recipe adopt_model_folder(const Recipe& recipe);
 
 }  // namespace spread

@@ -74,6 +74,12 @@ void copy_tokenizer_files(const Recipe& recipe, const std::string& run_dir);
 // leaves its course bitwise unchanged.
 bool output_is_finite(Transformer& model, const torch::Device& device);
 
+// A model folder's "model.<name>" tensors with one row per id of a vocabulary of `rows` ids, as transformers'
+// resize_token_embeddings(rows) makes them (mean_resizing): rows past the folder's are the mean of its rows (its
+// sample of a normal distribution around that mean, with 1e-9 of their covariance, left out), rows past `rows` are
+// dropped; for the token embeddings, an untied output layer and the MLM head's bias. Returns the rows added.
+int64_t resize_token_rows(std::map<std::string, torch::Tensor>& tensors, int64_t rows);
+
 // Copies a checkpoint's "model.<name>" tensors into the model's parameters (UserError on a mismatch).
 // MissingHead::KeepInitial (train.init_from): a checkpoint without the multi-vector head (a backbone trained by
 // another objective) leaves the model's freshly initialised head as it is.

@@ -194,6 +194,32 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path, bool truncat
   }
 }
 
+std::unique_ptr<Tokenizer> add_tokens(std::unique_ptr<Tokenizer> base, const std::vector<std::string>& tokens,
+                                      const std::string& file, bool truncation_and_padding) {
+  Json doc = parse_json(base->to_json(), file);
+  if (!doc.contains("added_tokens") || doc["added_tokens"].is_null()) doc["added_tokens"] = Json::array();
+  Json& added = doc["added_tokens"];
+  if (!added.is_array()) throw user_error(file, 0, "added_tokens", "is not a list");
+  std::vector<std::string> listed;
+  for (const auto& t : added)
+    if (t.is_object() && t.contains("content") && t["content"].is_string()) listed.push_back(t["content"]);
+  bool changed = false;
+  for (const auto& token : tokens) {
+    if (token.empty() || std::find(listed.begin(), listed.end(), token) != listed.end()) continue;
+    listed.push_back(token);
+    added.push_back({{"content", token}, {"single_word", false}, {"lstrip", false}, {"rstrip", false},
+                     {"normalized", true}, {"special", false}});
+    changed = true;
+  }
+  if (!changed) return base;
+  // The reader gives each entry without an id the crate's id; the saved text then carries it, as the crate's does.
+  const auto numbered = build_tokenizer(doc, "", file, truncation_and_padding);
+  for (auto& t : added)
+    if (!t.contains("id")) t["id"] = *numbered->token_to_id(t["content"].get<std::string>());
+  std::string text = doc.dump(2);
+  return build_tokenizer(doc, std::move(text), file, truncation_and_padding);
+}
+
 // The binding converts offsets to characters before the post-processor trims them (ByteLevel's trim_offsets
 // counts characters); trimming in bytes can leave a range inside a character (a prefix space sharing a
 // three-byte character's range, a space normalized from U+00A0). Rounding a start up and an end down to

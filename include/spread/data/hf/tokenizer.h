@@ -69,4 +69,12 @@ class Tokenizer {
   virtual std::string to_json() const = 0;
 };
 
+// `base` with `tokens` added as the reference's add_tokens adds plain strings (AddedToken(content): not special,
+// normalized, no stripping, not single-word), as PyLate adds its "[Q] " / "[D] " prefixes: a token the model's
+// vocabulary has keeps its id, a new one takes the next free id; one already among the added tokens is left as it
+// is (`base` itself comes back when nothing is new). The result's to_json() lists them with their ids, so a saved
+// copy loads the same. `file` names the source in errors; truncation_and_padding as in load().
+std::unique_ptr<Tokenizer> add_tokens(std::unique_ptr<Tokenizer> base, const std::vector<std::string>& tokens,
+                                      const std::string& file, bool truncation_and_padding = true);
+
 }  // namespace spread::hf
