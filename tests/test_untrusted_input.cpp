@@ -364,6 +364,22 @@ TEST_F(UntrustedInput, NegativeCountsAndHugeIdsInATokenizerAreRefusedAsGiven) {
   expect_refused(bounded_spread(tokenize(huge)), "tokenizer.json", "9223372036854775813");
 }
 
+// A word the vocabulary cannot spell, with an unk_token that is no entry of it: the error named the text being
+// tokenized; it is the tokenizer's vocabulary that needs the fix, so the error names its file and key.
+TEST_F(UntrustedInput, AnUnknownWordWithoutAnUnkEntryNamesTheTokenizer) {
+  for (const char* model : {R"("type": "WordPiece", "continuing_subword_prefix": "##", "max_input_chars_per_word": 100)",
+                            R"("type": "BPE", "merges": [], "dropout": null)"}) {
+    std::ofstream(out_ / "tokenizer.json", std::ios::trunc)
+        << R"({"version": "1.0", "added_tokens": [], "normalizer": null, "pre_tokenizer": {"type": "Whitespace"},)"
+        << R"( "post_processor": null, "decoder": null, "model": {)" << model
+        << R"(, "unk_token": "[UNK]", "vocab": {"a": 0, "b": 1}}})";
+    std::ofstream(out_ / "lines.txt", std::ios::trunc) << "a b\na c\n";
+    expect_refused(bounded_spread("tokenize --tokenizer " + (out_ / "tokenizer.json").string() + " --in " +
+                                  (out_ / "lines.txt").string() + " --out " + (out_ / "ids.jsonl").string()),
+                   "tokenizer.json", "model.unk_token");
+  }
+}
+
 // NaN weights in PyLate's Dense made every vector NaN; ward pooling then threw std::invalid_argument (abort).
 TEST_F(UntrustedInput, NonFiniteWeightsInAFolderAreRefusedNamingTheTensor) {
   const fs::path f = folder("pylate");

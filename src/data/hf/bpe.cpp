@@ -48,6 +48,7 @@ class Bpe : public Model {
 
   MergeMap merges_;
   std::optional<std::string> unk_;
+  Where unk_at_;  // the file and key an unknown word's error names: the tokenizer's, not the text's
   std::string prefix_, suffix_;
   bool fuse_unk_ = false, byte_fallback_ = false, ignore_merges_ = false;
   uint64_t uid_ = next_model_uid++;
@@ -58,6 +59,7 @@ Bpe::Bpe(const Json& j, const Where& w) {
     w.at("dropout").fail("BPE dropout is random and not implemented", "set \"dropout\": null");
   read_vocab(field(j, "vocab", w), w.at("vocab"));
   if (j.contains("unk_token") && !j["unk_token"].is_null()) unk_ = get_string(j, "unk_token", "", w);
+  unk_at_ = w.at("unk_token");
   prefix_ = get_string(j, "continuing_subword_prefix", "", w);
   suffix_ = get_string(j, "end_of_word_suffix", "", w);
   fuse_unk_ = get_bool(j, "fuse_unk", false, w);
@@ -132,7 +134,7 @@ Word Bpe::merge_word(std::string_view w) const {
       }
     }
     if (unk_) {
-      if (unk_id < 0) throw UserError("tokenizer: BPE's unk_token '" + *unk_ + "' is not in the vocabulary");
+      if (unk_id < 0) unk_at_.fail(missing_unk_problem(*unk_), kMissingUnkFix);
       if (unk.id >= 0 && fuse_unk_) { unk.len += len; continue; }
       if (unk.id >= 0) add(unk.id, unk.len);
       unk = Piece{unk_id, len};

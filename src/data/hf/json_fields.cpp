@@ -47,6 +47,10 @@ int64_t get_int(const Json& j, const char* name, int64_t fallback, const Where& 
   return it->get<int64_t>();
 }
 
+std::string missing_unk_problem(const std::string& unk_token) {
+  return "'" + unk_token + "' is not in the vocabulary, and a text holds a word it cannot spell otherwise";
+}
+
 int64_t get_count(const Json& j, const char* name, int64_t fallback, int64_t max, const Where& w) {
   const int64_t n = get_int(j, name, fallback, w);
   if (n < 0 || n > max)

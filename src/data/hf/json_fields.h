@@ -24,6 +24,11 @@ const Json& field(const Json& j, const char* name, const Where& w);  // required
 bool get_bool(const Json& j, const char* name, bool fallback, const Where& w);
 std::string get_string(const Json& j, const char* name, const std::string& fallback, const Where& w);
 int64_t get_int(const Json& j, const char* name, int64_t fallback, const Where& w);
+// The error of a word the model cannot spell when its unk_token is no entry of the vocabulary (the reference fails
+// the same way, at encode time): it names the tokenizer file, whose vocabulary is what to fix.
+std::string missing_unk_problem(const std::string& unk_token);
+inline constexpr const char* kMissingUnkFix = "add the unk_token to model.vocab, or use a tokenizer whose vocabulary has it";
+
 // An integer the reference reads as unsigned (usize, u32): one in 0..max, else fail() naming it.
 int64_t get_count(const Json& j, const char* name, int64_t fallback, int64_t max, const Where& w);
 const Json& get_array(const Json& j, const char* name, const Where& w);  // required array

@@ -37,6 +37,7 @@ class WordPiece : public Model {
   WordPiece(const Json& j, const Where& w) {
     read_vocab(field(j, "vocab", w), w.at("vocab"));
     unk_ = get_string(j, "unk_token", "[UNK]", w);
+    unk_at_ = w.at("unk_token");
     prefix_ = get_string(j, "continuing_subword_prefix", "##", w);
     max_chars_ = get_count(j, "max_input_chars_per_word", 100, INT32_MAX, w);
     unk_id_ = vocab_.find(unk_);
@@ -77,10 +78,11 @@ class WordPiece : public Model {
     return n;
   }
   void push_unk(std::string_view word, std::vector<Token>& out) const {
-    if (unk_id_ < 0) throw UserError("tokenizer: WordPiece's unk_token '" + unk_ + "' is not in the vocabulary");
+    if (unk_id_ < 0) unk_at_.fail(missing_unk_problem(unk_), kMissingUnkFix);
     out.push_back(Token{unk_id_, unk_, 0, static_cast<uint32_t>(word.size())});
   }
   std::string unk_, prefix_;
+  Where unk_at_;  // the file and key an unknown word's error names: the tokenizer's, not the text's
   int64_t max_chars_ = 100;
   int32_t unk_id_ = -1;
   size_t max_len_ = 0;
