@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_run.h"
+#include "pylate_reference.h"
 #include "python_env.h"
 #include "shared_data.h"
 #include "spread/data/npy.h"
@@ -100,18 +101,98 @@ TEST(SentenceTransformers6, EncodeOfItsFoldersMatchesTheLibrary) {
   fs::remove_all(work);
 }
 
-// A sentence-transformers 6 multi-vector folder is named as such, not as an unknown module.
-TEST(SentenceTransformers6, AMultiVectorEncoderFolderIsRefusedByName) {
-  const fs::path dir = spread::testing::fresh_temp_dir("st6_multivector");
-  std::ofstream(dir / "modules.json") << R"([{"idx": 0, "name": "0", "path": "",
-      "type": "sentence_transformers.base.modules.transformer.Transformer"}])";
-  std::ofstream(dir / "config_sentence_transformers.json") << R"({"model_type": "MultiVectorEncoder"})";
+// A sentence-transformers 6 late-interaction folder (MultiVectorEncoder: Transformer with fixed [MASK] query
+// expansion and document_length, Dense, MultiVectorMask, Normalize; prompts "[Q] " and "[D] " that are tokens of its
+// tokenizer), made by tests/oracles/st6_multivector_ref.py, read as spread's maxsim model: the ids the library feeds,
+// the token vectors its encode_query / encode_document return and the MaxSim scores.
+TEST(SentenceTransformers6, MultiVectorEncoderFolderEncodesAsTheLibrary) {
+  std::string why;
+  const std::string python = spread::testing::peers_python({"sentence_transformers", "transformers"}, &why);
+  if (python.empty()) GTEST_SKIP() << why;
+  SHARED_DATA_OR_SKIP(bert, "tokenizers/bert-base-uncased");
+  const fs::path work = spread::testing::fresh_temp_dir("st6_multivector_encode");
+  // Short and long texts, so that queries are expanded and truncated at 12 tokens, documents at 20, and punctuation
+  // is skipped in documents only.
+  std::ofstream(work / "queries.txt") << "hello world\nwhat is late interaction, really?\na\n"
+                                         "The Quick brown fox jumps over the lazy dog, twice, and then once more\n";
+  std::ofstream(work / "docs.txt") << "Late interaction scores every query token against every document token.\n"
+                                      "hello, world!\nThe Quick brown fox jumps over the lazy dog, twice, and then "
+                                      "once more for luck and a bit beyond\n";
+  const std::string script = spread::testing::oracle_script("st6_multivector_ref.py");
+  const fs::path dir = work / "mve";
+  const std::string cmd = fmt::format(
+      "'{0}' '{1}' make '{2}' --tokenizer '{3}' --query-length 12 --document-length 20 > '{4}' 2>&1 && "
+      "'{0}' '{1}' encode '{2}' '{5}' '{6}' '{7}' >> '{4}' 2>&1",
+      python, script, dir.string(), bert, (work / "python.log").string(), (work / "queries.txt").string(),
+      (work / "docs.txt").string(), (work / "ref.json").string());
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << slurp(work / "python.log");
+  EXPECT_NE(slurp(dir / "config_sentence_transformers.json").find("MultiVectorEncoder"), std::string::npos);
+
+  spread::LoadedRun run = spread::load_run(dir.string());
+  const auto& m = run.recipe.loss.maxsim;
+  EXPECT_EQ(run.recipe.train.objective, spread::Objective::maxsim);
+  EXPECT_EQ(m.query_length, 12);
+  EXPECT_EQ(m.document_length, 20);
+  EXPECT_TRUE(m.query_expansion);
+  EXPECT_EQ(run.recipe.tokenizer.query_marker, "[Q] ");
+  EXPECT_EQ(run.recipe.tokenizer.document_marker, "[D] ");
+  spread::testing::expect_colbert_matches(run, json::parse(slurp(work / "ref.json")), 1e-5);
+  fs::remove_all(work);
+}
+
+namespace {
+
+// A MultiVectorEncoder folder's configuration files (no weights: each refusal comes before they are read).
+fs::path multi_vector_configs(const std::string& name, const std::string& expansion,
+                              const std::string& query_prompt) {
+  const fs::path dir = spread::testing::fresh_temp_dir(name);
+  std::ofstream(dir / "modules.json") << R"([
+      {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.base.modules.transformer.Transformer"},
+      {"idx": 1, "name": "1", "path": "1_Dense", "type": "sentence_transformers.base.modules.dense.Dense"},
+      {"idx": 2, "name": "2", "path": "2_MultiVectorMask",
+       "type": "sentence_transformers.multi_vector_encoder.modules.multi_vector_mask.MultiVectorMask"},
+      {"idx": 3, "name": "3", "path": "3_Normalize",
+       "type": "sentence_transformers.base.modules.normalize.Normalize"}])";
+  std::ofstream(dir / "config_sentence_transformers.json")
+      << R"({"model_type": "MultiVectorEncoder", "similarity_fn_name": "maxsim", "prompts": {"query": ")"
+      << query_prompt << R"(", "document": "[D] "}})";
+  std::ofstream(dir / "sentence_bert_config.json")
+      << R"({"transformer_task": "feature-extraction", "document_length": 20, "query_expansion": )" << expansion
+      << "}";
+  std::ofstream(dir / "tokenizer.json") << R"({"added_tokens": [{"id": 1, "content": "[Q] ", "normalized": false},
+      {"id": 2, "content": "[D] ", "normalized": false}], "model": {"vocab": {"query": 3, ":": 4}}})";
+  return dir;
+}
+
+void expect_refused(const fs::path& dir, const std::vector<std::string>& named) {
   try {
     spread::read_hf_model_folder(dir.string(), false);
     ADD_FAILURE() << "read";
   } catch (const spread::UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("MultiVectorEncoder"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("config_sentence_transformers.json"), std::string::npos) << e.what();
+    for (const auto& n : named) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << n << ": " << e.what();
   }
   fs::remove_all(dir);
+}
+
+}  // namespace
+
+// What spread does not compute is refused by file and key: expansion tokens attended to, other expansion
+// strategies, modules other than its maxsim model's.
+TEST(SentenceTransformers6, MultiVectorEncoderOptionsSpreadDoesNotModelAreRefusedByKey) {
+  const std::string fixed = R"({"strategy": "fixed", "attend": false, "length": 12})";
+  expect_refused(multi_vector_configs("st6_mv_attend", R"({"strategy": "fixed", "attend": true, "length": 12})",
+                                      "[Q] "),
+                 {"sentence_bert_config.json", "query_expansion.attend"});
+  expect_refused(multi_vector_configs("st6_mv_min", R"({"strategy": "min", "attend": false, "length": 12})",
+                                      "[Q] "),
+                 {"sentence_bert_config.json", "query_expansion.strategy"});
+  // A text prompt is prepended as text, several tokens before the query's: not spread's one marker id.
+  expect_refused(multi_vector_configs("st6_mv_prompt", fixed, "query: "),
+                 {"config_sentence_transformers.json", "prompts.query"});
+  expect_refused(multi_vector_configs("st6_mv_none", "null", "[Q] "), {"sentence_bert_config.json", "query_expansion"});
+  const fs::path only = spread::testing::fresh_temp_dir("st6_mv_modules");
+  std::ofstream(only / "modules.json") << R"([{"idx": 0, "name": "0", "path": "",
+      "type": "sentence_transformers.base.modules.transformer.Transformer"}])";
+  std::ofstream(only / "config_sentence_transformers.json") << R"({"model_type": "MultiVectorEncoder"})";
+  expect_refused(only, {"modules.json", "MultiVectorEncoder"});
 }

@@ -243,7 +243,7 @@ void refuse_sizes_beyond_weights(const HfModelFolder& folder, const std::string&
 // Module types by what spread does with them: sentence-transformers 5's names (sentence_transformers.models.*) and
 // 6's (its modules moved to sentence_transformers.base.modules and .sentence_transformer.modules; 6 still loads
 // the old names, and writes the new ones).
-enum class ModuleKind { transformer, pooling, normalize, pylate_dense, other };
+enum class ModuleKind { transformer, pooling, normalize, pylate_dense, st_dense, multi_vector_mask, other };
 
 ModuleKind module_kind(const std::string& type) {
   static const std::map<std::string, ModuleKind> kinds = {
@@ -253,7 +253,10 @@ ModuleKind module_kind(const std::string& type) {
       {"sentence_transformers.sentence_transformer.modules.pooling.Pooling", ModuleKind::pooling},
       {"sentence_transformers.models.Normalize", ModuleKind::normalize},
       {"sentence_transformers.base.modules.normalize.Normalize", ModuleKind::normalize},
-      {"pylate.models.Dense.Dense", ModuleKind::pylate_dense}};
+      {"pylate.models.Dense.Dense", ModuleKind::pylate_dense},
+      {"sentence_transformers.base.modules.dense.Dense", ModuleKind::st_dense},
+      {"sentence_transformers.multi_vector_encoder.modules.multi_vector_mask.MultiVectorMask",
+       ModuleKind::multi_vector_mask}};
   const auto it = kinds.find(type);
   return it == kinds.end() ? ModuleKind::other : it->second;
 }
@@ -336,6 +339,159 @@ StModules read_sentence_modules(const std::string& dir, const std::optional<json
   return out;
 }
 
+
+// --- sentence-transformers 6 MultiVectorEncoder ----------------------------------------------------------------
+// Read as spread's maxsim model where version 6.3 encodes exactly as it does: it prepends the prompt ("[Q] ") to
+// the text and tokenizes the whole with max_length the query expansion's length (queries) or document_length, so
+// when the prompt is one unnormalised added token the ids are [CLS] marker tokens... [SEP], truncated to the same
+// length the marker included, as PyLate's insertion after [CLS] gives; queries are then padded with [MASK] left out
+// of attention and scored (MultiVectorMask), documents lose the skiplist's tokens, and the vectors are normalised.
+
+struct MultiVectorFolder {
+  ColbertModules modules;
+  torch::Tensor head;
+  std::string transformer_path;
+};
+
+// A version 6 Dense as read_dense reads PyLate's, with version 6's defaults (bias, Tanh) and on the token vectors.
+torch::Tensor read_st6_dense(const std::string& module_dir) {
+  const std::string config = path_in(module_dir, "config.json");
+  const json c = read_json_object(config);
+  require(!bool_key(c, "bias", config, true), config, "bias", true, "false");
+  const std::string act = string_key(c, "activation_function", config, "torch.nn.modules.activation.Tanh");
+  require(act == "torch.nn.modules.linear.Identity", config, "activation_function", act,
+          "torch.nn.modules.linear.Identity");
+  for (const auto& [key, fallback] : {std::pair{"module_input_name", "sentence_embedding"},
+                                      std::pair{"module_output_name", "token_embeddings"}}) {
+    const std::string name = string_key(c, key, config, fallback);
+    require(name == "token_embeddings", config, key, name, "token_embeddings (a map of each token's vector)");
+  }
+  return read_dense(module_dir);
+}
+
+// The modules spread computes: Transformer, Dense (one or more), MultiVectorMask, Normalize, in that order.
+std::vector<std::string> multi_vector_module_dirs(const std::string& dir) {
+  const std::string path = path_in(dir, "modules.json");
+  auto text = read_regular_file(path, kMaxJsonFileBytes);
+  if (!text) throw user_error(path, 0, "", "cannot read the file");
+  const json modules = parse_json_text(*text, path);
+  std::vector<ModuleKind> kinds;
+  std::vector<std::string> dirs, types;
+  for (const auto& m : modules.is_array() ? modules : json::array()) {
+    types.push_back(m.is_object() ? string_key(m, "type", path, "") : "");
+    kinds.push_back(module_kind(types.back()));
+    dirs.push_back(path_inside(dir, m.is_object() ? string_key(m, "path", path, "") : "", path, "path"));
+  }
+  bool ok = kinds.size() >= 4 && kinds.front() == ModuleKind::transformer &&
+            kinds[kinds.size() - 2] == ModuleKind::multi_vector_mask && kinds.back() == ModuleKind::normalize;
+  for (size_t i = 1; ok && i + 2 < kinds.size(); ++i) ok = kinds[i] == ModuleKind::st_dense;
+  if (!ok)
+    throw user_error(path, 0, "type", fmt::format("lists [{}]", fmt::join(types, ", ")),
+                     "spread reads a MultiVectorEncoder of Transformer, Dense, MultiVectorMask and Normalize modules "
+                     "(its maxsim model); other modules change what it computes");
+  return dirs;
+}
+
+// Query expansion and lengths, from the Transformer's sentence_bert_config.json.
+void read_multi_vector_transformer(const std::string& where, const std::string& dir, ColbertModules& m) {
+  const std::string path = path_in(where, "sentence_bert_config.json");
+  const json c = read_json_object(path);
+  const std::string task = string_key(c, "transformer_task", path, "feature-extraction");
+  require(task == "feature-extraction", path, "transformer_task", task, "feature-extraction");
+  const bool kwargs = c.contains("processing_kwargs") && !c["processing_kwargs"].is_null() &&
+                      !c["processing_kwargs"].empty();
+  require(!kwargs, path, "processing_kwargs", kwargs ? c["processing_kwargs"] : json(), "none");
+  const json e = c.contains("query_expansion") ? c["query_expansion"] : json();
+  require(e.is_object(), path, "query_expansion", e, R"({"strategy": "fixed", "attend": false, "length": N})");
+  const std::string strategy = string_key(e, "strategy", path, "");
+  require(strategy == "fixed", path, "query_expansion.strategy", strategy, "fixed (queries padded to one length)");
+  require(!bool_key(e, "attend", path, false), path, "query_expansion.attend", true,
+          "false (the [MASK] expansion left out of attention, as PyLate)");
+  const std::string token = string_key(e, "token", path, "[MASK]");
+  require(token == "[MASK]", path, "query_expansion.token", token, "[MASK] (or null)");
+  m.query_expansion = true;
+  m.query_length = text_length_key(e, "length", path, 0);
+  require(m.query_length > 0, path, "query_expansion.length", m.query_length, "a positive length");
+  // Fixed expansion tokenizes queries at its length; a larger query_length is ignored, a smaller one refused there.
+  const int64_t query_length = text_length_key(c, "query_length", path, m.query_length);
+  require(query_length >= m.query_length, path, "query_length", query_length, "at least query_expansion.length");
+  // Without document_length documents are cut at the tokenizer's model_max_length.
+  m.document_length = text_length_key(c, "document_length", path, tokenizer_max_length(where, dir));
+  require(m.document_length > 0, path, "document_length", nullptr, "a document length (or a tokenizer limit)");
+}
+
+// tokenizer.json beside the weights, else at the top: the prompts must be its unnormalised added tokens, and the
+// skiplist is the words it holds (version 6 drops the others; PyLate's rule would skip [UNK]).
+json multi_vector_tokenizer(const std::string& where, const std::string& dir) {
+  for (const std::string& at : {where, dir})
+    if (fs::exists(path_in(at, "tokenizer.json"))) return read_json_object(path_in(at, "tokenizer.json"));
+  throw user_error(path_in(dir, "tokenizer.json"), 0, "", "is missing",
+                   "a MultiVectorEncoder folder holds its tokenizer's tokenizer.json");
+}
+
+std::string multi_vector_prompt(const json& st, const std::string& st_path, const json& tokenizer,
+                                const std::string& task) {
+  const json prompts = st.contains("prompts") && st["prompts"].is_object() ? st["prompts"] : json::object();
+  const std::string prompt = string_key(prompts, task, st_path, "");
+  bool single = false;
+  if (tokenizer.contains("added_tokens") && tokenizer["added_tokens"].is_array())
+    for (const auto& t : tokenizer["added_tokens"])
+      single |= t.is_object() && t.value("content", json()) == prompt && t.value("normalized", json(true)) == false;
+  require(single, st_path, "prompts." + task, prompt,
+          "one unnormalised added token of the folder's tokenizer, such as PyLate's \"[Q] \" and \"[D] \" "
+          "(then prepending it is inserting its id after [CLS], as spread does)");
+  return prompt;
+}
+
+std::vector<std::string> multi_vector_skiplist(const std::string& mask_dir, const json& tokenizer) {
+  const std::string path = path_in(mask_dir, "config.json");
+  const json c = read_json_object(path);
+  json tasks = c.contains("skiplist_tasks") && !c["skiplist_tasks"].is_null() ? c["skiplist_tasks"] : json("document");
+  if (tasks.is_string()) tasks = json::array({tasks});
+  require(tasks == json::array({"document"}), path, "skiplist_tasks", tasks, "[\"document\"] (PyLate's)");
+  const bool keep = c.contains("keep_only_token_ids") && !c["keep_only_token_ids"].is_null() &&
+                    !c["keep_only_token_ids"].empty();
+  require(!keep, path, "keep_only_token_ids", keep ? c["keep_only_token_ids"] : json(), "null");
+  std::set<std::string> known;
+  const json& model = tokenizer.contains("model") ? tokenizer["model"] : json();
+  if (model.is_object() && model.contains("vocab") && model["vocab"].is_object())
+    for (const auto& item : model["vocab"].items()) known.insert(item.key());
+  if (tokenizer.contains("added_tokens") && tokenizer["added_tokens"].is_array())
+    for (const auto& t : tokenizer["added_tokens"])
+      if (t.is_object() && t.value("content", json()).is_string()) known.insert(t["content"].get<std::string>());
+  std::vector<std::string> words;
+  if (c.contains("skiplist_words") && c["skiplist_words"].is_array())
+    for (const auto& w : c["skiplist_words"])
+      if (w.is_string() && known.count(w.get<std::string>())) words.push_back(w.get<std::string>());
+  return words;
+}
+
+MultiVectorFolder read_multi_vector_folder(const std::string& dir, const json& st, const std::string& st_path) {
+  const std::string similarity = string_key(st, "similarity_fn_name", st_path, "maxsim");
+  require(similarity == "maxsim", st_path, "similarity_fn_name", similarity, "maxsim");
+  const std::vector<std::string> dirs = multi_vector_module_dirs(dir);
+  MultiVectorFolder out;
+  out.transformer_path = dirs.front();
+  read_multi_vector_transformer(out.transformer_path, dir, out.modules);
+  const json tokenizer = multi_vector_tokenizer(out.transformer_path, dir);
+  out.modules.query_prefix = multi_vector_prompt(st, st_path, tokenizer, "query");
+  out.modules.document_prefix = multi_vector_prompt(st, st_path, tokenizer, "document");
+  for (size_t i = 1; i + 2 < dirs.size(); ++i) {  // two linear maps without bias are their matrices' product
+    const torch::Tensor w = read_st6_dense(dirs[i]);
+    if (out.head.defined() && w.size(1) != out.head.size(0))
+      throw user_error(path_in(dirs[i], "config.json"), 0, "in_features",
+                       fmt::format("is {} but the module before gives {}", w.size(1), out.head.size(0)));
+    out.head = out.head.defined() ? torch::matmul(w.to(torch::kDouble), out.head.to(torch::kDouble)).to(torch::kFloat)
+                                  : w;
+  }
+  const std::string norm = path_in(dirs.back(), "config.json");
+  const json n = fs::exists(norm) ? read_json_object(norm) : json::object();
+  const std::string input = string_key(n, "module_input_name", norm, "sentence_embedding");
+  require(input == "token_embeddings", norm, "module_input_name", input, "token_embeddings");
+  out.modules.skiplist_words = multi_vector_skiplist(dirs[dirs.size() - 2], tokenizer);
+  return out;
+}
+
 }  // namespace
 
 HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
@@ -348,26 +504,29 @@ HfModelFolder read_hf_model_folder(const std::string& dir, bool with_weights) {
     const std::string st_config = path_in(dir, "config_sentence_transformers.json");
     const std::optional<json> c = read_optional_json(st_config);
     const std::string model_type = c ? string_key(*c, "model_type", st_config, "") : "";
-    if (model_type == "MultiVectorEncoder")
-      throw user_error(st_config, 0, "model_type", "is MultiVectorEncoder, sentence-transformers 6's late-interaction "
-                       "folder, which spread does not read yet",
-                       "spread reads PyLate's ColBERT folders and sentence-transformers' single-vector ones");
-    StModules st = read_sentence_modules(dir, c);
-    folder.model_dir = st.transformer_path;
-    // PyLate takes a folder without a model_type for its own ("ColBERT", its _get_model_type), and saves one so
-    // when the model it trained was made from a plain encoder; its Dense modules say whose it is.
-    if (model_type == "ColBERT" || (model_type.empty() && st.head.defined())) {
-      if (!st.head.defined() || st.pooled)
-        throw user_error(path_in(dir, "modules.json"), 0, "", "a ColBERT folder needs Dense modules and no Pooling");
-      // PyLate inserts its prefixes into the tokenized text; lower-casing the text around them is not modelled.
-      require(!st.info.lowercase, st.lowercase_source, "do_lower_case", true, "false in a ColBERT folder");
-      folder.colbert = read_colbert_config(*c, st_config);
-      head = st.head;
+    if (model_type == "MultiVectorEncoder") {
+      MultiVectorFolder mv = read_multi_vector_folder(dir, *c, st_config);
+      folder.model_dir = mv.transformer_path;
+      folder.colbert = mv.modules;
+      head = mv.head;
     } else {
-      if (st.head.defined())
-        throw user_error(path_in(dir, "modules.json"), 0, "", "has Dense modules but is no ColBERT folder",
-                         "config_sentence_transformers.json's model_type is \"ColBERT\" in PyLate's folders");
-      folder.sentence = st.info;
+      StModules st = read_sentence_modules(dir, c);
+      folder.model_dir = st.transformer_path;
+      // PyLate takes a folder without a model_type for its own ("ColBERT", its _get_model_type), and saves one so
+      // when the model it trained was made from a plain encoder; its Dense modules say whose it is.
+      if (model_type == "ColBERT" || (model_type.empty() && st.head.defined())) {
+        if (!st.head.defined() || st.pooled)
+          throw user_error(path_in(dir, "modules.json"), 0, "", "a ColBERT folder needs Dense modules and no Pooling");
+        // PyLate inserts its prefixes into the tokenized text; lower-casing the text around them is not modelled.
+        require(!st.info.lowercase, st.lowercase_source, "do_lower_case", true, "false in a ColBERT folder");
+        folder.colbert = read_colbert_config(*c, st_config);
+        head = st.head;
+      } else {
+        if (st.head.defined())
+          throw user_error(path_in(dir, "modules.json"), 0, "", "has Dense modules but is no ColBERT folder",
+                           "config_sentence_transformers.json's model_type is \"ColBERT\" in PyLate's folders");
+        folder.sentence = st.info;
+      }
     }
   }
   const std::string config_path = path_in(folder.model_dir, "config.json");
