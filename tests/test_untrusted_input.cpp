@@ -591,6 +591,19 @@ TEST_F(UntrustedInput, TheSweepRemovesOnlySpreadsTemporariesOfThisHost) {
   EXPECT_EQ(spread::stale_temporary_of(ours), std::optional<std::string>("a.npy"));
 }
 
+// The probe: a tokenize killed while writing left NAME.tmpPID, which no sweep removed. Its temporary is named as
+// every writer's now, so the next command writing to that folder removes it (here: the next tokenize).
+TEST_F(UntrustedInput, TheTemporaryOfAKilledTokenizeIsRemovedByTheNextOne) {
+  std::string left = spread::temporary_name(out_ / "ids.jsonl").filename().string();
+  left = left.substr(0, left.rfind('-') + 1) + std::to_string(dead_pid());
+  std::ofstream(out_ / left) << "[1, 2";  // cut off mid-line, as a kill leaves it
+  const auto r =
+      bounded_spread(tokenize(*dir_ / "st_hf" / "tokenizer.json") + " --out " + (out_ / "ids.jsonl").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(out_ / "ids.jsonl"));
+  EXPECT_FALSE(fs::exists(out_ / left));
+}
+
 // --- D8, D13, D21 ----------------------------------------------------------------------------------------------------
 
 // The whole of each STS sentence was tokenized to check it: a 20 MB sentence peaked at 5.3 GB (now it is read as far
