@@ -207,6 +207,16 @@ torch::Tensor read_dense(const std::string& module_dir) {
   return it->second;
 }
 
+// The head so far followed by a Dense of weight `w` [out, in] from `module_dir`: two linear maps without bias or
+// activation are one, the product of their matrices (undefined `head`: `w` is the first).
+torch::Tensor then_dense(const torch::Tensor& head, const torch::Tensor& w, const std::string& module_dir) {
+  if (!head.defined()) return w;
+  if (w.size(1) != head.size(0))
+    throw user_error(path_in(module_dir, "config.json"), 0, "in_features",
+                     fmt::format("is {} but the module before gives {}", w.size(1), head.size(0)));
+  return torch::matmul(w.to(torch::kDouble), head.to(torch::kDouble)).to(torch::kFloat);
+}
+
 ColbertModules read_colbert_config(const json& c, const std::string& path) {
   ColbertModules m;
   m.query_prefix = string_key(c, "query_prefix", path, m.query_prefix);
@@ -291,13 +301,7 @@ StModules read_sentence_modules(const std::string& dir, const std::optional<json
       have_transformer = true;
       out.transformer_path = module_dir;
     } else if (kind == ModuleKind::pylate_dense) {
-      // Two linear maps without bias or activation are one: the product of their matrices.
-      const torch::Tensor w = read_dense(module_dir);
-      if (out.head.defined() && w.size(1) != out.head.size(0))
-        throw user_error(path_in(module_dir, "config.json"), 0, "in_features",
-                         fmt::format("is {} but the module before gives {}", w.size(1), out.head.size(0)));
-      out.head = out.head.defined() ? torch::matmul(w.to(torch::kDouble), out.head.to(torch::kDouble)).to(torch::kFloat)
-                                    : w;
+      out.head = then_dense(out.head, read_dense(module_dir), module_dir);
     } else if (kind == ModuleKind::pooling) {
       out.pooled = true;
       const std::string config = path_in(module_dir, "config.json");
@@ -338,7 +342,6 @@ StModules read_sentence_modules(const std::string& dir, const std::optional<json
   }
   return out;
 }
-
 
 // --- sentence-transformers 6 MultiVectorEncoder ----------------------------------------------------------------
 // Read as spread's maxsim model where version 6.3 encodes exactly as it does: it prepends the prompt ("[Q] ") to
@@ -476,14 +479,7 @@ MultiVectorFolder read_multi_vector_folder(const std::string& dir, const json& s
   const json tokenizer = multi_vector_tokenizer(out.transformer_path, dir);
   out.modules.query_prefix = multi_vector_prompt(st, st_path, tokenizer, "query");
   out.modules.document_prefix = multi_vector_prompt(st, st_path, tokenizer, "document");
-  for (size_t i = 1; i + 2 < dirs.size(); ++i) {  // two linear maps without bias are their matrices' product
-    const torch::Tensor w = read_st6_dense(dirs[i]);
-    if (out.head.defined() && w.size(1) != out.head.size(0))
-      throw user_error(path_in(dirs[i], "config.json"), 0, "in_features",
-                       fmt::format("is {} but the module before gives {}", w.size(1), out.head.size(0)));
-    out.head = out.head.defined() ? torch::matmul(w.to(torch::kDouble), out.head.to(torch::kDouble)).to(torch::kFloat)
-                                  : w;
-  }
+  for (size_t i = 1; i + 2 < dirs.size(); ++i) out.head = then_dense(out.head, read_st6_dense(dirs[i]), dirs[i]);
   const std::string norm = path_in(dirs.back(), "config.json");
   const json n = fs::exists(norm) ? read_json_object(norm) : json::object();
   const std::string input = string_key(n, "module_input_name", norm, "sentence_embedding");
