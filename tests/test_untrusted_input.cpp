@@ -470,6 +470,22 @@ TEST_F(UntrustedInput, NonJsonNumbersInConfigJsonAreNamedWithTheirPlace) {
   }
 }
 
+// A JSON error quoted the token it stopped in whole: for an unterminated string, the rest of the file, which through a
+// link may be another user's file. A few bytes of it, the line and the column say where.
+TEST_F(UntrustedInput, AJsonErrorQuotesAtMostAFewBytesOfTheFile) {
+  const fs::path f = folder("st");
+  const std::string hidden = "SECRET" + std::string(200, 's') + "TAIL";
+  std::ofstream(out_ / "elsewhere.json") << "{\"model_type\": \"" << hidden << "\n";
+  fs::remove(f / "config.json");
+  fs::create_symlink(out_ / "elsewhere.json", f / "config.json");
+  const auto r = bounded_spread(encode(f));
+  expect_refused(r, "config.json", "is not valid JSON");
+  EXPECT_NE(r.output.find("column"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("SECRET"), std::string::npos) << r.output;  // where it stopped
+  EXPECT_EQ(r.output.find("TAIL"), std::string::npos) << r.output;
+  EXPECT_LT(r.output.size(), 600u) << r.output;
+}
+
 // A number where an activation's name belongs picked the default activation without a word.
 TEST_F(UntrustedInput, AWrongTypedStringKeyIsRefusedNotDefaulted) {
   const fs::path f = folder("st");
