@@ -35,12 +35,13 @@
 #             pytrec_eval); the two must agree within 1e-3
 #   pooling   (POOL_ROUNDS > 0) Ward pooling at factor 4 of the same POOL_DOCS document vectors (the spread model
 #             with the best factor-4 nDCG@10, encoded by PyLate), one thread, alternating, POOL_ROUNDS rounds:
-#             `spread pool` (its own reported time, which includes reading and writing the .npy files, and the whole
-#             command's wall time) against PyLate's pool_embeddings_hierarchical and sentence-transformers 6's
-#             HierarchicalTokenPooling (in-process calls, the median of 3 after a warm-up). spread's
-#             bench/bench_pooling.sh machinery (bench_pooling) pools only its own random documents, so the file-based
-#             `spread pool` stands in for it here.
-# The arms run in order rotated by the seed (seed 1: the order of ARMS; seed 2: from its second arm; ...). Each job
+#             `spread pool` (the time it reports for the pooling itself, without reading and writing the .npy files,
+#             beside the whole command's wall time) against PyLate's pool_embeddings_hierarchical and
+#             sentence-transformers 6's HierarchicalTokenPooling (in-process calls on tensors already in memory, the
+#             median of 3 after a warm-up).
+# The arms run in order rotated by the seed (seed 1: the order of ARMS; seed 2: from its second arm; ...). A job whose
+# (arm, seed, steps, threads) row is in BENCH_DIR/results.jsonl already is not run again, so a long bench can be run in
+# parts (ARMS and SEEDS subsets) into one BENCH_DIR and summarised together. Each job
 # appends a JSON line to BENCH_DIR/results.jsonl (with the CPU model and the thread count); the summary is printed
 # last: per arm and seed, the mean over seeds, the paired difference *_pa - *_plain at factor 4 (per seed, mean, and
 # a 95% bootstrap interval over the dev claims: per-claim differences averaged over seeds, 10,000 resamples), the
@@ -101,6 +102,17 @@ timed() {
   awk '{printf "%s %.0f\n", $1, $2 / 1024}' "$bench_dir/$name.time"
 }
 record() { echo "$1" >> "$results"; echo "  $1"; }
+# done_before ARM SEED: results.jsonl holds that training job at these steps and threads (so the bench resumes where
+# an interrupted or partial invocation stopped, and arms can be run in separate invocations).
+done_before() {
+  [[ -s $results ]] && "$python" - "$results" "$1" "$2" "$steps" "$threads" <<'PY'
+import json, sys
+path, arm, seed, steps, threads = sys.argv[1:]
+rows = [json.loads(line) for line in open(path, encoding="utf-8")]
+sys.exit(not any(r["job"] == "train" and r["arm"] == arm and r["seed"] == int(seed) and r["steps"] == int(steps)
+                 and r["threads"] == int(threads) for r in rows))
+PY
+}
 
 spread_job() {  # spread_job ARM SEED OUT
   local arm=$1 seed=$2 out=$3 name=${1}_$2 pa=false
@@ -155,6 +167,10 @@ for seed in $seeds; do
   offset=$(( (seed - 1) % ${#arms[@]} ))
   for arm in "${arms[@]:offset}" "${arms[@]:0:offset}"; do
     out=$bench_dir/out_${arm}_$seed
+    if done_before "$arm" "$seed"; then
+      echo "  $arm seed $seed: in $results already (delete its row to run it again)"
+      continue
+    fi
     if [[ $arm == spread_* ]]; then
       read -r s rss < <(spread_job "$arm" "$seed" "$out")
     else
@@ -244,8 +260,8 @@ PY
             end=$(date +%s.%N)
             json=$("$python" - "$line" "$start" "$end" <<'PY'
 import json, re, sys
-m = re.search(r"pooled (\d+) documents: \d+ tokens -> \d+ vectors \([\d.]+ -> ([\d.]+) per document\) in ([\d.]+) s",
-              sys.argv[1])
+m = re.search(r"pooled (\d+) documents: \d+ tokens -> \d+ vectors \([\d.]+ -> ([\d.]+) per document\) in [\d.]+ s "
+              r"\(pooling ([\d.]+) s", sys.argv[1])
 documents, per_doc, seconds = int(m.group(1)), float(m.group(2)), float(m.group(3))
 wall = float(sys.argv[3]) - float(sys.argv[2])
 print(json.dumps({"seconds": seconds, "documents": documents, "ms_per_doc": 1e3 * seconds / documents,

@@ -1,15 +1,16 @@
 // `spread pool` as a user meets it: pooled vectors and labels that match SciPy's clusters (the fixtures of
 // tests/oracles/gen_ward_fixtures.py), and one line with exit code 2 for every kind of bad input.
 #include <gtest/gtest.h>
-#include "test_paths.h"
 
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "cli_run.h"
 #include "spread/data/npy.h"
+#include "test_paths.h"
 
 namespace fs = std::filesystem;
 using spread::testing::run_spread;
@@ -66,6 +67,11 @@ TEST(PoolCli, LabelsAreScipysClustersInBothDistancesAndPrecisions) {
                               " --pool-factor 4 --protected 0 --ward-distance " + mode);
     ASSERT_EQ(r.code, 0) << r.output;
     EXPECT_NE(r.output.find("pooled 2 documents"), std::string::npos) << r.output;
+    // The pooling's own time (what bench_colbert compares with in-memory poolers) is reported beside the whole.
+    std::smatch times;
+    ASSERT_TRUE(std::regex_search(r.output, times, std::regex(R"(in ([0-9.]+) s \(pooling ([0-9.]+) s)"))) << r.output;
+    EXPECT_GT(std::stod(times[2]), 0.0) << r.output;
+    EXPECT_LE(std::stod(times[2]), std::stod(times[1]) + 0.005) << r.output;
     const auto lattice = expected_case("lattice_180")[mode]["maxclust"]["45"].get<std::vector<int64_t>>();
     const auto clustered = expected_case("clustered_17")[mode]["maxclust"]["4"].get<std::vector<int64_t>>();
     EXPECT_EQ(read_labels(dir / mode / "doc64.labels.npy"), lattice);

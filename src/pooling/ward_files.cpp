@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 
@@ -86,7 +87,9 @@ PoolFilesSummary pool_token_files(const std::string& in_dir, const std::string& 
     const size_t end = std::min(files.size(), begin + kGroup);
     std::vector<RowMatrixXd> docs;
     for (size_t f = begin; f < end; ++f) docs.push_back(read_token_list(files[f]));
+    const auto pool_start = std::chrono::steady_clock::now();
     const std::vector<WardPooled> pooled = ward_pool_many(docs, budget, opt, threads);
+    summary.pooling_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - pool_start).count();
     OutputFileGroup group;  // a group's files are replaced together, at two syncs for all of them
     for (size_t i = 0; i < docs.size(); ++i) {
       write_pooled(out_dir, files[begin + i], pooled[i], group);

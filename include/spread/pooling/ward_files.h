@@ -21,6 +21,8 @@ struct PoolFilesSummary {
   int64_t documents = 0;
   int64_t tokens = 0;   // input tokens, all documents
   int64_t vectors = 0;  // output vectors, all documents
+  double pooling_seconds = 0;  // wall time inside the pooling itself, without reading and writing the files (what
+                               // a benchmark against an in-memory pooler compares)
 };
 
 // progress(done, total) is called after each group of documents is written.
