@@ -25,14 +25,15 @@
 #             model.save; wall time and peak RSS from /usr/bin/time
 #   scored    by one scorer, `spread eval --model DIR --qrels dev --pool-factors 1,2,4` (dev nDCG@10 unpooled and
 #             Ward-pooled at factors 2 and 4, exact MaxSim; each result's qrels file is checked to be qrels/dev.tsv):
-#             spread's exports and PyLate's folders directly (PyLate writes no model_type when its base folder had
-#             none, and spread reads such a folder as PyLate does, by its Dense modules); a sentence-transformers 6 folder
-#             through a PyLate-form copy (bench_colbert_peer.py to-pylate: the same weights and tokenizer), checked
-#             each time: the token vectors of the split's first 8 queries and 8 documents by sentence-transformers 6
-#             on the folder and by PyLate on the copy must agree within 1e-4 (the largest difference is recorded)
-#   cross-check  (CROSS_CHECK=1) the first spread model is also scored by the libraries' scorer (bench_colbert_peer.py
-#             score: PyLate's encode and pool_embeddings_hierarchical with unit cluster means, exact MaxSim,
-#             pytrec_eval); the two must agree within 1e-3
+#             spread's exports, PyLate's folders (PyLate writes no model_type when its base folder had none, and
+#             spread reads such a folder as PyLate does, by its Dense modules) and sentence-transformers 6's
+#             MultiVectorEncoder folders, each read directly
+#   cross-check  (CROSS_CHECK=1) the first spread model and the first sentence-transformers 6 model are also scored
+#             by the libraries' scorer (bench_colbert_peer.py score: PyLate's encode and pool_embeddings_hierarchical
+#             with unit cluster means, exact MaxSim, pytrec_eval); the two must agree within 1e-3. The
+#             sentence-transformers 6 folder goes to that scorer as a PyLate-form copy (to-pylate: the same weights
+#             and tokenizer) whose token vectors must equal sentence-transformers 6's own on the folder (the split's
+#             first 8 queries and 8 documents, within 1e-4)
 #   pooling   (POOL_ROUNDS > 0) Ward pooling at factor 4 of the same POOL_DOCS document vectors (the spread model
 #             with the best factor-4 nDCG@10, encoded by PyLate), one thread, alternating, POOL_ROUNDS rounds:
 #             `spread pool` (the time it reports for the pooling itself, without reading and writing the .npy files,
@@ -139,26 +140,12 @@ peer_job() {  # peer_job ARM SEED OUT
     --seed "$seed" --threads "$threads" --query-length 32 --document-length 180 --pool-factor 4
 }
 
-# scorable ARM OUT -> prints "FOLDER|SCORER|CHECK" (the folder spread eval reads, how, the vectors' difference)
+# scorable ARM OUT -> prints "FOLDER|SCORER" (the folder spread eval reads, and how)
 scorable() {
-  local arm=$1 out=$2
-  case $arm in
-    spread_*) echo "$out|spread eval of spread's export|" ;;
-    pylate_*) echo "$out|spread eval of PyLate's folder|" ;;
-    st6_*)
-      "$python" bench/bench_colbert_peer.py to-pylate "$out" "$out.pylate" > /dev/null
-      "$peers" bench/bench_colbert_peer.py vectors --system st6 --model "$out" --beir "$split" --n 8 \
-        --out "$out.st6_vectors.npz" > /dev/null 2>&1
-      "$python" bench/bench_colbert_peer.py vectors --system pylate --model "$out.pylate" --beir "$split" --n 8 \
-        --out "$out.pylate_vectors.npz" > /dev/null 2>&1
-      local diff
-      diff=$("$python" bench/bench_colbert_peer.py compare "$out.st6_vectors.npz" "$out.pylate_vectors.npz" |
-        "$python" -c 'import json, sys; print(json.load(sys.stdin)["max_abs_diff"])')
-      local how="spread eval of a PyLate-form copy (to-pylate), token vectors checked"
-      "$python" -c 'import sys; sys.exit(float(sys.argv[1]) > 1e-4)' "$diff" ||
-        { how="spread eval of a PyLate-form copy, UNVERIFIED: its vectors differ by $diff"
-          echo "bench_colbert: $out: $how" >&2; }
-      echo "$out.pylate|$how|$diff" ;;
+  case $1 in
+    spread_*) echo "$2|spread eval of spread's export" ;;
+    pylate_*) echo "$2|spread eval of PyLate's folder" ;;
+    st6_*) echo "$2|spread eval of sentence-transformers 6's folder" ;;
   esac
 }
 
@@ -176,14 +163,14 @@ for seed in $seeds; do
     else
       read -r s rss < <(peer_job "$arm" "$seed" "$out")
     fi
-    IFS='|' read -r folder scorer check < <(scorable "$arm" "$out")
+    IFS='|' read -r folder scorer < <(scorable "$arm" "$out")
     eval_json=$bench_dir/eval_${arm}_$seed.json
     "$spread" eval --model "$folder" --beir "$split" --qrels dev --pool-factors 1,2,4 --per-query --json \
       2> "$bench_dir/eval_${arm}_$seed.log" | tail -1 > "$eval_json"
-    row=$("$python" - "$arm" "$seed" "$steps" "$s" "$rss" "$eval_json" "$scorer" "${check:-null}" "$cpu" \
+    row=$("$python" - "$arm" "$seed" "$steps" "$s" "$rss" "$eval_json" "$scorer" "$cpu" \
       "$threads" "$bench_dir/job_${arm}_$seed.log" "$bench_dir/runs/${arm}_$seed/metrics.jsonl" "$out" <<'PY'
 import json, sys
-arm, seed, steps, seconds, rss, eval_json, scorer, check, cpu, threads, log, metrics, out = sys.argv[1:]
+arm, seed, steps, seconds, rss, eval_json, scorer, cpu, threads, log, metrics, out = sys.argv[1:]
 row = {"job": "train", "arm": arm, "system": arm.split("_")[0], "seed": int(seed), "steps": int(steps),
        "seconds": float(seconds), "peak_rss_mib": int(rss)}
 if arm.startswith("spread"):  # spread's losses from the run's metrics.jsonl
@@ -198,8 +185,7 @@ if not beir["qrels"].endswith("qrels/dev.tsv"):
 results = beir["results"]
 row["ndcg@10"] = {f"{r['pool_factor']:g}": r["ndcg@10"] for r in results}
 row["vectors_per_doc"] = {f"{r['pool_factor']:g}": round(r["vectors_per_doc"], 2) for r in results}
-row.update(scorer=scorer, vectors_max_abs_diff=None if check == "null" else float(check), out=out, eval=eval_json,
-           cpu=cpu, threads=int(threads))
+row.update(scorer=scorer, out=out, eval=eval_json, cpu=cpu, threads=int(threads))
 print(json.dumps(row))
 PY
 )
@@ -207,27 +193,50 @@ PY
   done
 done
 
-if [[ $cross_check == 1 ]]; then
-  for candidate in spread_plain spread_pa; do
-    first_seed=${seeds%% *}
-    out=$bench_dir/out_${candidate}_$first_seed
-    [[ -d $out ]] || continue
-    echo "== cross-check: $out scored by the libraries' scorer (bench_colbert_peer.py score) against spread eval"
-    "$python" bench/bench_colbert_peer.py score --model "$out" --beir "$split" --qrels dev --pool-factors 1,2,4 \
-      --threads "$threads" 2> "$bench_dir/crosscheck.log" | tail -1 > "$bench_dir/crosscheck.json"
-    row=$("$python" - "$bench_dir/crosscheck.json" "$bench_dir/eval_${candidate}_$first_seed.json" "$candidate" \
-      "$first_seed" "$cpu" "$threads" <<'PY'
+# crosscheck ARM SEED: the saved model scored by the libraries' scorer (bench_colbert_peer.py score: PyLate's encode
+# and pooling, exact MaxSim, pytrec_eval) against its spread eval row. A sentence-transformers 6 folder is scored
+# through its PyLate-form copy (to-pylate), whose token vectors must first equal sentence-transformers 6's own on the
+# split's first 8 queries and 8 documents (within 1e-4): so spread's reading of the folder is judged by both libraries.
+crosscheck() {
+  local arm=$1 seed=$2 out=$bench_dir/out_${1}_$2 diff=null
+  local model=$out
+  echo "== cross-check: $out scored by the libraries' scorer (bench_colbert_peer.py score) against spread eval"
+  if [[ $arm == st6_* ]]; then
+    model=$out.pylate
+    "$python" bench/bench_colbert_peer.py to-pylate "$out" "$model" > /dev/null
+    "$peers" bench/bench_colbert_peer.py vectors --system st6 --model "$out" --beir "$split" --n 8 \
+      --out "$out.st6_vectors.npz" > /dev/null 2>&1
+    "$python" bench/bench_colbert_peer.py vectors --system pylate --model "$model" --beir "$split" --n 8 \
+      --out "$out.pylate_vectors.npz" > /dev/null 2>&1
+    diff=$("$python" bench/bench_colbert_peer.py compare "$out.st6_vectors.npz" "$out.pylate_vectors.npz" |
+      "$python" -c 'import json, sys; print(json.load(sys.stdin)["max_abs_diff"])')
+  fi
+  "$python" bench/bench_colbert_peer.py score --model "$model" --beir "$split" --qrels dev --pool-factors 1,2,4 \
+    --threads "$threads" 2> "$bench_dir/crosscheck_$arm.log" | tail -1 > "$bench_dir/crosscheck_$arm.json"
+  record "$("$python" - "$bench_dir/crosscheck_$arm.json" "$bench_dir/eval_${arm}_$seed.json" "$arm" "$seed" "$cpu" \
+    "$threads" "$diff" <<'PY'
 import json, sys
 library = {f"{r['pool_factor']:g}": r["ndcg@10"] for r in json.load(open(sys.argv[1]))["results"]}
 spread = {f"{r['pool_factor']:g}": r["ndcg@10"] for r in json.load(open(sys.argv[2]))["beir"]["results"]}
 worst = max(abs(library[f] - spread[f]) for f in spread)
+vectors = None if sys.argv[7] == "null" else float(sys.argv[7])
+agree = worst <= 1e-3 and (vectors is None or vectors <= 1e-4)
 print(json.dumps({"job": "crosscheck", "arm": sys.argv[3], "seed": int(sys.argv[4]), "spread_eval": spread,
-                  "library_scorer": library, "max_abs_diff": worst, "agree_within_1e-3": worst <= 1e-3,
-                  "cpu": sys.argv[5], "threads": int(sys.argv[6])}))
+                  "library_scorer": library, "max_abs_diff": worst, "copy_vectors_max_abs_diff": vectors,
+                  "agree_within_1e-3": agree, "cpu": sys.argv[5], "threads": int(sys.argv[6])}))
 PY
-)
-    record "$row"
-    break
+)"
+}
+
+if [[ $cross_check == 1 ]]; then
+  first_seed=${seeds%% *}
+  for group in "spread_plain spread_pa" "st6_plain st6_pa"; do
+    for candidate in $group; do
+      if [[ -d $bench_dir/out_${candidate}_$first_seed && -s $bench_dir/eval_${candidate}_$first_seed.json ]]; then
+        crosscheck "$candidate" "$first_seed"
+        break
+      fi
+    done
   done
 fi
 
@@ -349,7 +358,10 @@ for peer, ours in (("pylate_plain", "spread_plain"), ("st6_plain", "spread_plain
 
 for r in (r for r in rows if r["job"] == "crosscheck"):
     print(f"cross-check {r['arm']} seed {r['seed']}: spread eval against the libraries' scorer, largest nDCG@10 "
-          f"difference {r['max_abs_diff']:.2e} ({'agree' if r['agree_within_1e-3'] else 'DISAGREE'} within 1e-3)")
+          f"difference {r['max_abs_diff']:.2e} ({'agree' if r['agree_within_1e-3'] else 'DISAGREE'} within 1e-3)"
+          + ("" if r.get("copy_vectors_max_abs_diff") is None else
+             f"; the PyLate-form copy's token vectors against sentence-transformers 6's: largest difference "
+             f"{r['copy_vectors_max_abs_diff']:.2e}"))
 
 pool = [r for r in rows if r["job"] == "pool"]
 if pool:
