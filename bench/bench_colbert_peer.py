@@ -1,7 +1,7 @@
 """The peers of bench/bench_colbert.sh: the same ColBERT training job done by PyLate 1.6 and by sentence-transformers
 6.3's MultiVectorEncoder, each as its documentation does it, from loading the folder to saving the result; and the
-helpers the benchmark needs around them (a PyLate-form copy of a sentence-transformers 6 folder for `spread eval`,
-the check that the copy encodes as the original does, the libraries' own scorer, and Ward pooling timings).
+helpers the benchmark needs around them (a PyLate-form copy of a sentence-transformers 6 folder for the libraries'
+scorer, the check that the copy encodes as the original does, the libraries' own scorer, and Ward pooling timings).
 
 Training (the default command):
 
@@ -39,8 +39,8 @@ step saved. Prints one JSON line: {"seconds": the whole job, "train_seconds", "s
 Helpers (each prints what it did; JSON where the benchmark reads it):
 
     bench_colbert_peer.py to-pylate ST6_DIR OUT_DIR
-        A PyLate folder of a sentence-transformers 6 MultiVectorEncoder folder, for `spread eval`: refused unless the
-        folder is [Transformer, Dense (no bias, Identity, token level), MultiVectorMask, Normalize] with fixed [MASK]
+        A PyLate folder of a sentence-transformers 6 MultiVectorEncoder folder, for `score` (the cross-check): refused
+        unless the folder is [Transformer, Dense (no bias, Identity, token level), MultiVectorMask, Normalize] with fixed [MASK]
         expansion not attended to and a query and a document prompt that are tokens of its tokenizer; the encoder,
         tokenizer and head weights are copied as they are. Plain Python (json, shutil): runs in either environment.
     bench_colbert_peer.py vectors --system pylate|st6 --model DIR --beir SPLIT [--n 8] --out FILE.npz
