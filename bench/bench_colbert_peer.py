@@ -40,9 +40,10 @@ Helpers (each prints what it did; JSON where the benchmark reads it):
 
     bench_colbert_peer.py to-pylate ST6_DIR OUT_DIR
         A PyLate folder of a sentence-transformers 6 MultiVectorEncoder folder, for `score` (the cross-check): refused
-        unless the folder is [Transformer, Dense (no bias, Identity, token level), MultiVectorMask, Normalize] with fixed [MASK]
-        expansion not attended to and a query and a document prompt that are tokens of its tokenizer; the encoder,
-        tokenizer and head weights are copied as they are. Plain Python (json, shutil): runs in either environment.
+        unless the folder is [Transformer, Dense (no bias, Identity, token level), MultiVectorMask, Normalize] with
+        fixed [MASK] expansion not attended to and a query and a document prompt that are tokens of its tokenizer;
+        the encoder, tokenizer and head weights are copied as they are. Plain Python (json, shutil): runs in either
+        environment.
     bench_colbert_peer.py vectors --system pylate|st6 --model DIR --beir SPLIT [--n 8] --out FILE.npz
         The token vectors of the first N queries and N documents of SPLIT, by the library's own encode.
     bench_colbert_peer.py compare A.npz B.npz
