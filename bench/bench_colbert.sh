@@ -70,12 +70,12 @@ read -r -a arms <<< "${ARMS:-spread_plain spread_pa pylate_plain st6_plain st6_p
 cross_check=${CROSS_CHECK:-1} pool_rounds=${POOL_ROUNDS:-3} pool_docs=${POOL_DOCS:-1000}
 bench_dir=${BENCH_DIR:-/tmp/spread_bench_colbert}
 peers=""
-if [[ " ${arms[*]} " == *" st6_"* ]]; then
-  if ! peers=$(scripts/python_env.sh --peers | tail -1); then
-    echo "bench_colbert: no sentence-transformers 6 environment (scripts/python_env.sh --peers failed):" \
-      "st6 arms skipped"
-    read -r -a arms <<< "$(printf '%s\n' "${arms[@]}" | grep -v '^st6_' | tr '\n' ' ')"
-  fi
+# The second environment serves the st6 arms, their cross-check and the pooling timings, whichever arms run now.
+if ! peers=$(scripts/python_env.sh --peers | tail -1); then
+  peers=""
+  echo "bench_colbert: no sentence-transformers 6 environment (scripts/python_env.sh --peers failed):" \
+    "st6 arms, their cross-check and pooling skipped"
+  read -r -a arms <<< "$(printf '%s\n' "${arms[@]}" | grep -v '^st6_' | tr '\n' ' ')"
 fi
 mkdir -p "$bench_dir"
 results=$bench_dir/results.jsonl
@@ -230,7 +230,9 @@ PY
 
 if [[ $cross_check == 1 ]]; then
   first_seed=${seeds%% *}
-  for group in "spread_plain spread_pa" "st6_plain st6_pa"; do
+  groups=("spread_plain spread_pa")
+  [[ -n $peers ]] && groups+=("st6_plain st6_pa")
+  for group in "${groups[@]}"; do
     for candidate in $group; do
       if [[ -d $bench_dir/out_${candidate}_$first_seed && -s $bench_dir/eval_${candidate}_$first_seed.json ]]; then
         crosscheck "$candidate" "$first_seed"
