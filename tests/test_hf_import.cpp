@@ -875,6 +875,14 @@ TEST_F(HfImport, MaxsimFromBertFolderAddsPyLatesMarkers) {
   const torch::Tensor wte = run.model->wte->weight.detach();
   EXPECT_LE(max_abs(wte.narrow(0, wte.size(0) - 2, 2), added), 5e-5);
   EXPECT_GT(wte.narrow(0, wte.size(0) - 2, 2).abs().max().item<double>(), 1e-3);  // not left at zero
+  // The fresh head is drawn as PyLate's Dense draws it (torch.nn.Linear's default, U(-b, b) with b = 1/sqrt(width)),
+  // not as spread's own models start (N(0, 0.02)): AdamW moves each weight by about lr a step, so the head's starting
+  // scale sets how fast it turns.
+  const torch::Tensor head = run.model->head->weight.detach();
+  const double bound = 1.0 / std::sqrt(double(head.size(1)));
+  EXPECT_LE(head.abs().max().item<double>(), bound);
+  EXPECT_NEAR(head.std().item<double>(), bound / std::sqrt(3.0), 0.1 * bound / std::sqrt(3.0));
+  EXPECT_NEAR(head.mean().item<double>(), 0.0, 0.2 * bound);
   expect_colbert_matches(run, made);
   const json exported = pylate(out, "", "maxsim_from_bert.export.json");
   EXPECT_EQ(exported.at("vocab"), made.at("vocab"));

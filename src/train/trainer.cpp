@@ -295,6 +295,14 @@ void open_run(Run& run, TrainStart start, const std::function<void(const std::st
   else verify_run_files(run.dir, MissingTokenFiles::Refused);  // the shards were checked above
 }
 
+// The head a ColBERT adds to a folder's encoder starts as PyLate's Dense does: torch.nn.Linear's default,
+// U(-1/sqrt(width), 1/sqrt(width)), not N(0, 0.02) as spread's own models do. AdamW moves each weight by about lr a
+// step whatever its size, so the starting scale decides how fast the head turns.
+void draw_head_as_pylate(Transformer& model) {
+  torch::NoGradGuard no_grad;
+  model->head->reset_parameters();
+}
+
 // [train] init_from: the model weights (only) of another run's newest valid checkpoint, of a `spread export` of an
 // LM (GPT-2 or Llama), or of a Hugging Face model folder.
 void init_from_run(Run& run) {
@@ -304,10 +312,14 @@ void init_from_run(Run& run) {
     // The tokens a ColBERT adds to the folder's tokenizer (adopt_model_folder) get rows of their own.
     const int64_t added = resize_token_rows(folder.weights, run.model->config().vocab_size);
     load_model_weights(run.model, folder.weights, folder.model_dir, MissingHead::KeepInitial);
+    const bool fresh_head = run.model->config().head_dim > 0 && !folder.weights.count("model.head.weight");
+    if (fresh_head) draw_head_as_pylate(run.model);
     say(fmt::format("init_from: model weights of the {} folder {}{}{}", folder.architecture, from,
-                    run.model->config().head_dim > 0 ? " (the multi-vector head starts from its initial values)" : "",
+                    fresh_head ? " (the multi-vector head is fresh, drawn as PyLate draws one)" : "",
                     added > 0 ? fmt::format("; {} embedding rows added for the tokens added to its tokenizer, at "
-                                            "the mean of its rows", added) : ""));
+                                            "the mean of its rows",
+                                            added)
+                              : ""));
     return;
   }
   if (is_hf_model_dir(from)) {
