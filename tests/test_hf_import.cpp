@@ -790,7 +790,7 @@ TEST_F(HfImport, ExportKeepsTheStartingFoldersPromptsAndNormalize) {
 
 // train.init_from of a PyLate folder for objective maxsim: the run takes the folder's head, markers ("[Q] ", added
 // tokens), lengths and skiplist_words, and with a learning rate of 0 its model scores a batch exactly as
-// pylate.losses.Contrastive does (in-batch negatives, and with a hard negative each).
+// pylate.losses.Contrastive does (in-batch negatives, and with a hard negative each), with the same gradient.
 TEST_F(HfImport, MaxsimFromPyLateFolderGivesPyLatesContrastiveLoss) {
   const auto run_dir = train_from(*work_, dir("pylate"), "maxsim_from_pylate",
                                   {"train.objective=maxsim", "data.source=pairs", "train.max_steps=1", "train.lr=0",
@@ -821,18 +821,30 @@ TEST_F(HfImport, MaxsimFromPyLateFolderGivesPyLatesContrastiveLoss) {
   };
   const auto special = run.tokenizer->special_ids();
   spread::MaxSimStepOptions opt = spread::maxsim_step_options(run.recipe);
-  opt.grad_scale = 0;
-  torch::NoGradGuard no_grad;
-  const auto loss_of = [&](const std::vector<std::vector<int32_t>>& docs) {
+  run.model->eval();  // PyLate's reference has no dropout either
+  run.model->zero_grad();
+  const auto loss_of = [&](const std::vector<std::vector<int32_t>>& docs, double grad_scale) {
     const spread::MaxSimBatch batch{spread::query_batch(pointers(queries), special, spec),
                                     spread::document_batch(pointers(docs), special, spec)};
+    opt.grad_scale = grad_scale;
     return spread::maxsim_step(run.model, batch, opt).full.item<double>();
   };
-  const double in_batch = loss_of(positives), with_negatives = loss_of(interleaved);
+  const double in_batch = loss_of(positives, 0), with_negatives = loss_of(interleaved, 1);
   std::cout << "PyLate Contrastive " << ref.at("in_batch") << " / " << ref.at("with_negatives") << ", spread "
             << in_batch << " / " << with_negatives << "\n";
   EXPECT_NEAR(in_batch, ref.at("in_batch").get<double>(), kTol);
   EXPECT_NEAR(with_negatives, ref.at("with_negatives").get<double>(), kTol);
+  // The step's gradient is PyLate's loss.backward(): the head's entry by entry, the word embeddings' and the whole
+  // model's norms (spread fuses q, k and v into one matrix; norms do not see how parameters are cut).
+  double squares = 0;
+  for (const auto& p : run.model->parameters())
+    if (p.grad().defined()) squares += p.grad().pow(2).sum().item<double>();
+  const double grad_norm = ref.at("grad_norm").get<double>();
+  ASSERT_GT(grad_norm, 1e-3);
+  EXPECT_NEAR(std::sqrt(squares), grad_norm, 1e-4 * grad_norm);
+  EXPECT_NEAR(run.model->wte->weight.grad().norm().item<double>(), ref.at("embedding_grad_norm").get<double>(),
+              1e-4 * grad_norm);
+  EXPECT_LE(max_abs(run.model->head->weight.grad(), matrix(ref.at("head_grad"))), 1e-5 * grad_norm);
 }
 
 // A BERT folder is no ColBERT folder: maxsim from it makes one as pylate.models.ColBERT(folder) does. "[Q] " and

@@ -62,7 +62,9 @@ TEXTS_FILE etc.: UTF-8, split on "\\n" (a final empty piece is no line). Outputs
              mean they were drawn around.
   pylate-loss {"model", "in_batch": pylate.losses.Contrastive of the queries against their documents (line i's
              document is query i's positive, the others its in-batch negatives), "with_negatives": the same with
-             NEGATIVES_FILE's line i as query i's hard negative}, all lines one batch, eval mode (no dropout).
+             NEGATIVES_FILE's line i as query i's hard negative, "grad_norm": the global norm of its gradient,
+             "head_grad": the head's ([out][in]), "embedding_grad_norm": the word embeddings'}, all lines one batch,
+             eval mode (no dropout).
   choices    {"model", "items": [{"loglik": [..], "tokens": [..]} per ending], "acc", "acc_norm"}: each ending's
              log-likelihood after its context as lm-evaluation-harness computes it for a causal model (trailing
              spaces of the context moved to the ending; the ending's tokens = encode(context + ending) past
@@ -450,8 +452,15 @@ def pylate_loss(a):
     docs, negatives = ({k: v[:n] for k, v in both.items()}, {k: v[n:] for k, v in both.items()})
     with torch.no_grad():
         in_batch = float(loss([queries, docs]))
-        with_negatives = float(loss([queries, docs, negatives]))
-    write_json(a.out_json, {"model": a.model_dir, "in_batch": in_batch, "with_negatives": with_negatives})
+    # The gradient a training step would take from the batch with hard negatives.
+    with_negatives = loss([queries, docs, negatives])
+    with_negatives.backward()
+    grads = [q.grad for q in model.parameters() if q.grad is not None]
+    write_json(a.out_json, {"model": a.model_dir, "in_batch": in_batch, "with_negatives": float(with_negatives),
+                            "grad_norm": float(torch.linalg.vector_norm(torch.cat([g.flatten() for g in grads]))),
+                            "head_grad": model[1].linear.weight.grad.tolist(),
+                            "embedding_grad_norm": float(model[0].auto_model.get_input_embeddings().weight.grad
+                                                         .norm())})
 
 
 def st_loss(a):
