@@ -314,12 +314,12 @@ void init_from_run(Run& run) {
     load_model_weights(run.model, folder.weights, folder.model_dir, MissingHead::KeepInitial);
     const bool fresh_head = run.model->config().head_dim > 0 && !folder.weights.count("model.head.weight");
     if (fresh_head) draw_head_as_pylate(run.model);
+    const std::string added_rows =
+        added > 0
+            ? fmt::format("; {} embedding rows added for its tokenizer's new tokens, at the mean of its rows", added)
+            : "";
     say(fmt::format("init_from: model weights of the {} folder {}{}{}", folder.architecture, from,
-                    fresh_head ? " (the multi-vector head is fresh, drawn as PyLate draws one)" : "",
-                    added > 0 ? fmt::format("; {} embedding rows added for the tokens added to its tokenizer, at "
-                                            "the mean of its rows",
-                                            added)
-                              : ""));
+                    fresh_head ? " (the multi-vector head is fresh, drawn as PyLate draws one)" : "", added_rows));
     return;
   }
   if (is_hf_model_dir(from)) {
