@@ -36,6 +36,7 @@
 #include "spread/util/error.h"
 #include "spread/util/file.h"
 #include "spread/util/json_depth.h"
+#include "spread/util/model_folder.h"
 #include "user_error_message.h"
 
 namespace fs = std::filesystem;
@@ -710,3 +711,14 @@ TEST_F(UntrustedInput, AnErrorLineIsAtMostTwoKilobytes) {
 }
 
 }  // namespace
+
+// Found by fuzzing recipe_set: `--set train.init_from=` a name of 300 bytes (past NAME_MAX) made the question "is
+// this a model folder?" throw std::filesystem's error (status: File name too long) instead of answering no.
+TEST(UntrustedInputPaths, ANamePastTheSystemsLimitIsNoModelFolder) {
+  const std::string too_long = (fs::temp_directory_path() / std::string(300, 'a')).string();
+  EXPECT_NO_THROW({
+    EXPECT_FALSE(spread::is_model_folder(too_long));
+    EXPECT_FALSE(spread::is_foreign_model_folder(too_long));
+    EXPECT_FALSE(spread::is_hf_model_dir(too_long));
+  });
+}
