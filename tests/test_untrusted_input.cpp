@@ -32,6 +32,7 @@
 #include <string>
 
 #include "cli_run.h"
+#include "spread/config/recipe.h"
 #include "spread/data/safetensors.h"
 #include "spread/util/error.h"
 #include "spread/util/file.h"
@@ -721,4 +722,17 @@ TEST(UntrustedInputPaths, ANamePastTheSystemsLimitIsNoModelFolder) {
     EXPECT_FALSE(spread::is_foreign_model_folder(too_long));
     EXPECT_FALSE(spread::is_hf_model_dir(too_long));
   });
+}
+
+// The same found at a second place: a ${data_root} path whose name is past the limit threw std::filesystem's error
+// while the recipe was checked; it is the key's UserError now.
+TEST(UntrustedInputPaths, ADataRootPathPastTheSystemsLimitIsTheKeysError) {
+  const std::string too_long = "data.path=${data_root}/" + std::string(300, 'a');
+  try {
+    spread::parse_recipe("", "r.toml", {"data.root=/tmp", too_long});
+    ADD_FAILURE() << "accepted";
+  } catch (const spread::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("data.path"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot be looked at"), std::string::npos) << e.what();
+  }
 }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <system_error>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -913,8 +914,11 @@ void resolve_data_root(Recipe& r) {
   auto resolve = [&](std::string& value, const std::string& key) {
     if (value.find("${") == std::string::npos) return;
     value = expand_data_root(value, root, at, key);
-    if (!std::filesystem::exists(value))
-      fail(at, key, fmt::format("'{}' does not exist (data root '{}', from {})", value, root, origin),
+    std::error_code unreadable;  // a name past the system's limit is this key's error, not a filesystem_error
+    if (!std::filesystem::exists(value, unreadable))
+      fail(at, key,
+           fmt::format("'{}' {} (data root '{}', from {})", value,
+                       unreadable ? "cannot be looked at: " + unreadable.message() : "does not exist", root, origin),
            std::string("set SPREAD_DATA or data.root to the folder that holds the data sets (docs/data.md)") +
                (key.rfind("eval.", 0) == 0 ? ", or --set " + key + "= to leave this evaluation out" : ""));
   };
