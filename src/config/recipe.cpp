@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <system_error>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -17,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
 #include <toml++/toml.h>
 #include <type_traits>
 
